@@ -1,0 +1,29 @@
+# Newcomer entry points: `make demo` and `make test`. Both create .venv and install everything first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# The CPU build of torch is pinned and installed first, so nothing later pulls a multi-GB CUDA build.
+TORCH := torch==2.13.0
+OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 HF_UPDATE_DOWNLOAD_COUNTS=0
+
+.PHONY: install demo test clean
+
+install: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet $(TORCH)
+	$(PY) -m pip install --quiet -e '.[baselines,test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	hf_home=$$(mktemp -d); trap 'rm -rf "$$hf_home"' EXIT; \
+	HF_HOME="$$hf_home" $(OFFLINE) $(VENV)/bin/hoi-bench demo --out demo-output
+
+test: $(STAMP)
+	hf_home=$$(mktemp -d); trap 'rm -rf "$$hf_home"' EXIT; \
+	HF_HOME="$$hf_home" $(OFFLINE) $(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) demo-output

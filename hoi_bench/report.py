@@ -1,0 +1,37 @@
+"""Plain-text tables for the terminal: what the CLI prints, kept out of the library's return values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def format_value(value: object, digits: int = 4) -> str:
+    """Numbers rounded for reading, ``None`` as ``n/a``.
+
+    >>> format_value(0.123456), format_value(None), format_value(12), format_value("x")
+    ('0.1235', 'n/a', '12', 'x')
+    """
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]], digits: int = 4) -> str:
+    """A left-aligned text table with a header rule.
+
+    >>> print(format_table(["metric", "value"], [["mAP", 0.5], ["R@20", None]]))
+    metric  value
+    ------  ------
+    mAP     0.5000
+    R@20    n/a
+    """
+    cells = [[format_value(v, digits) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    return "\n".join(lines)
