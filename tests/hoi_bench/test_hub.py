@@ -72,18 +72,23 @@ def test_rebuilding_a_config_replaces_it(tmp_path):
     assert _load(folder, "a")["train"].num_rows == 2
 
 
-def test_failed_write_leaves_previous_folder_intact(tmp_path):
+def test_failed_write_leaves_previous_folder_intact(tmp_path, monkeypatch):
     folder = tmp_path / "toy"
     write_hub_folder(folder, {"a": datasets.DatasetDict(train=_dataset(5))}, CARD)
     before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    real_to_parquet = datasets.Dataset.to_parquet
+    written = []
 
-    class Broken(datasets.DatasetDict):
-        def items(self):
-            yield "train", _dataset(1)
-            raise RuntimeError("disk full")
+    def to_parquet_then_fail(self, path, *args, **kwargs):
+        if written:
+            raise OSError("disk full")
+        written.append(path)
+        return real_to_parquet(self, path, *args, **kwargs)
 
-    with pytest.raises(RuntimeError, match="disk full"):
-        write_hub_folder(folder, {"b": Broken()}, CARD)
+    monkeypatch.setattr(datasets.Dataset, "to_parquet", to_parquet_then_fail)
+    with pytest.raises(OSError, match="disk full"):
+        write_hub_folder(folder, {"a": datasets.DatasetDict(train=_dataset(3), test=_dataset(2))}, CARD)
+    assert len(written) == 1
     after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     assert after == before
     assert [p.name for p in tmp_path.iterdir()] == ["toy"]
