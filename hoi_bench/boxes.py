@@ -17,9 +17,9 @@ def iou_matrix(boxes_a: np.ndarray, boxes_b: np.ndarray, *, plus_one: bool = Fal
     >>> iou_matrix(a, b).round(4).tolist()
     [[0.3333, 0.0]]
     >>> iou_matrix(a, b, plus_one=True).round(4).tolist()
-    [[0.3924, 0.0]]
+    [[0.375, 0.0]]
     >>> iou_matrix(a, b, plus_one=True, strict=False).round(4).tolist()
-    [[0.3924, 0.0476]]
+    [[0.375, 0.0476]]
     """
     a = np.asarray(boxes_a, dtype=np.float64).reshape(-1, 4)
     b = np.asarray(boxes_b, dtype=np.float64).reshape(-1, 4)
