@@ -8,7 +8,7 @@ indices, so each vocabulary also maps raw ids to and from label indices.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
@@ -19,6 +19,10 @@ class Vocabulary:
 
     names: tuple[str, ...]
     raw_ids: tuple[int, ...]
+    _index: dict[int, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {raw: i for i, raw in enumerate(self.raw_ids)})
 
     def index(self, raw_id: int) -> int:
         """ClassLabel index of ``raw_id``; raises ``KeyError`` for an id outside the vocabulary."""
@@ -35,14 +39,6 @@ class Vocabulary:
 
     def __len__(self) -> int:
         return len(self.names)
-
-    @property
-    def _index(self) -> dict[int, int]:
-        cached = self.__dict__.get("_index_cache")
-        if cached is None:
-            cached = {raw: i for i, raw in enumerate(self.raw_ids)}
-            object.__setattr__(self, "_index_cache", cached)
-        return cached
 
 
 @dataclass(frozen=True)
