@@ -33,6 +33,7 @@ from hoi_bench.errors import ConfigError, FormatError, MissingFilesError
 from hoi_bench.images import embedded_image, image_size
 from hoi_sg_dataset.formats import BoxAnnotation, Dataset, HoiAnnotation, ImageRecord, read_annotations
 from hoi_sg_dataset.splits import OFFICIAL_SEEDS, RATIOS, combinations_of, make_split, official_split_paths
+from hoi_sg_dataset.stats import SplitStats, split_stats
 from hoi_sg_dataset.vocabulary import coco_objects, hico_hoi_names, hico_verbs, vcoco_verbs
 
 logger = logging.getLogger(__name__)
@@ -133,6 +134,28 @@ def check_config_names(names: list[str]) -> None:
             raise ConfigError("hoi_sg config", name, CONFIG_NAMES)
 
 
+def buildable_configs(data_dir: str | os.PathLike) -> list[str]:
+    """Configs whose files ``data_dir`` holds: the original annotation files, or both official split files.
+
+    Raises ``MissingFilesError`` listing the original annotation files when there is none.
+    """
+    names = []
+    for config in _configs():
+        root = dataset_root(data_dir, config.dataset)
+        files = original_annotation_paths(root, config.dataset)
+        if config.split_number is not None and not all(p.is_file() for p in files):
+            files = official_split_paths(root, config.dataset, f"sg{config.split_number}")
+        if all(p.is_file() for p in files):
+            names.append(config.name)
+    if not names:
+        expected = [f"{ROOT_FOLDERS[d]}/{p.relative_to(data_dir)}" for d in ("hico", "vcoco")
+                    for p in original_annotation_paths(Path(data_dir), d)]
+        raise MissingFilesError(str(data_dir), expected, what="annotation files",
+                                hint="each dataset may also sit directly in data_dir; see the manual-download "
+                                     "instructions (docs/hoi_sg.md)")
+    return names
+
+
 def features(dataset: Dataset, with_images: bool = True) -> datasets.Features:
     """The row schema of a config of ``dataset``."""
     verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
@@ -191,6 +214,7 @@ class Provenance:
     seed: int | None = None
     held_out: list[tuple[int, int]] = field(default_factory=list)
     dropped: int | None = None
+    stats: dict[str, SplitStats] = field(default_factory=dict)
 
 
 class HoiSgBuilder(datasets.GeneratorBasedBuilder):
@@ -222,6 +246,7 @@ class HoiSgBuilder(datasets.GeneratorBasedBuilder):
                                     hint="pass data_dir= (or --data-dir):\n" + MANUAL_DOWNLOAD_INSTRUCTIONS)
         root = dataset_root(config.data_dir, config.dataset)
         train, test = self._records(root)
+        self.provenance.stats = {"train": split_stats(train, config.dataset), "test": split_stats(test, config.dataset)}
         if config.with_images:
             self._check_images(root, train + test)
         return [
