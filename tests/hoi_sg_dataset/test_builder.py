@@ -223,3 +223,9 @@ def test_unreadable_image_is_named_not_wrapped(sample_copy, tmp_path, num_proc):
     with pytest.raises(FormatError, match="COCO_val2014_000000000004.jpg: not a readable image .1 unreadable"):
         build_hoi_sg(sample_copy, tmp_path / "out", ["vcoco"], num_proc=num_proc)
     assert not (tmp_path / "out").exists()
+
+
+def test_builder_without_data_dir_names_the_expected_layout(tmp_path):
+    builder = HoiSgBuilder(config_name="hico", cache_dir=str(tmp_path))
+    with pytest.raises(MissingFilesError, match="(?s)data_dir.*annotations/trainval_hico.json"):
+        builder.download_and_prepare()
