@@ -100,6 +100,7 @@ V-COCO configs (vcoco, vcoco_split1..3):
   SGsplits/V-COCO-SG/trainval/trainval_vcoco_sg{1,2,3}.json    optional, from FujitsuResearch/hoi_sg
   SGsplits/V-COCO-SG/test/test_vcoco_sg{1,2,3}.json            (else regenerated with seeds 564, 966, 2065)
 
+The SGsplits/ folder of a hoi_sg checkout may also sit directly in data_dir (it holds both datasets).
 With both official SG files of a split present the original annotation files are not needed for it.
 Annotation-only builds (with_images=False, `hoi-bench build --no-images`) need no images.
 """
@@ -159,6 +160,18 @@ def check_config_names(names: list[str]) -> None:
             raise ConfigError("hoi_sg config", name, CONFIG_NAMES)
 
 
+def official_split_files(data_dir: str | os.PathLike, dataset: Dataset, name: str) -> tuple[Path, Path]:
+    """The official files of split ``name`` (``sg1``...): under ``SGsplits/`` of the dataset root, else of
+    ``data_dir`` (a hoi_sg checkout's ``SGsplits`` holds both datasets). The first place holding both files
+    wins, else the first holding the test file, else the dataset root."""
+    roots = list(dict.fromkeys([dataset_root(data_dir, dataset), Path(data_dir)]))
+    candidates = [official_split_paths(r, dataset, name) for r in roots]
+    for candidate in candidates:
+        if all(p.is_file() for p in candidate):
+            return candidate
+    return next((c for c in candidates if c[1].is_file()), candidates[0])
+
+
 def buildable_configs(data_dir: str | os.PathLike) -> list[str]:
     """Configs whose files ``data_dir`` holds: the original annotation files, or both official split files.
 
@@ -169,7 +182,7 @@ def buildable_configs(data_dir: str | os.PathLike) -> list[str]:
         root = dataset_root(data_dir, config.dataset)
         files = original_annotation_paths(root, config.dataset)
         if config.split_number is not None and not all(p.is_file() for p in files):
-            files = official_split_paths(root, config.dataset, f"sg{config.split_number}")
+            files = official_split_files(data_dir, config.dataset, f"sg{config.split_number}")
         if all(p.is_file() for p in files):
             names.append(config.name)
     if not names:
@@ -316,7 +329,7 @@ class HoiSgBuilder(datasets.GeneratorBasedBuilder):
         config, dataset = self.config, self.config.dataset
         if config.split_number is not None:
             name = f"sg{config.split_number}"
-            official = official_split_paths(root, dataset, name)
+            official = official_split_files(config.data_dir, dataset, name)
             if all(p.is_file() for p in official):
                 logger.info(
                     "%s: using the official split files %s", config.name, ", ".join(map(str, official))
@@ -385,7 +398,11 @@ class HoiSgBuilder(datasets.GeneratorBasedBuilder):
 
     def _note(self, source: str, root: Path, files, *, seed=None, held_out=(), dropped=None) -> None:
         self.provenance = Provenance(
-            source, {str(p.relative_to(root)): sha256(p) for p in files}, seed, sorted(held_out), dropped
+            source,
+            {_relative(p, root, Path(self.config.data_dir)): sha256(p) for p in files},
+            seed,
+            sorted(held_out),
+            dropped,
         )
 
     def _check_images(self, root: Path, records: list[ImageRecord]) -> list[tuple[int, int]]:
@@ -433,6 +450,14 @@ class HoiSgBuilder(datasets.GeneratorBasedBuilder):
                 row["width"], row["height"] = size
                 row["image"] = embedded_image(image_path(root_path, dataset, record))
             yield record.file_name, row
+
+
+def _relative(path: Path, root: Path, data_dir: Path) -> str:
+    """``path`` relative to the dataset root, or to ``data_dir`` for files found above it."""
+    for base in (root, data_dir):
+        if path.is_relative_to(base):
+            return str(path.relative_to(base))
+    return str(path)
 
 
 def record_to_row(record: ImageRecord, dataset: Dataset) -> dict:

@@ -241,3 +241,13 @@ def test_builder_without_data_dir_names_the_expected_layout(tmp_path):
     builder = HoiSgBuilder(config_name="hico", cache_dir=str(tmp_path))
     with pytest.raises(MissingFilesError, match="(?s)data_dir.*annotations/trainval_hico.json"):
         builder.download_and_prepare()
+
+
+def test_official_split_files_may_sit_in_a_shared_sgsplits_folder(sample_copy, tmp_path, caplog):
+    trainval, test = _originals(sample_copy, "vcoco")
+    split = make_split(trainval, test, "vcoco", seed=966)
+    write_split(split, sample_copy, "sg2")  # data_dir/SGsplits/V-COCO-SG/..., as in a hoi_sg checkout
+    with caplog.at_level(logging.INFO, logger="hoi_sg_dataset.builder"):
+        folder = build_hoi_sg(sample_copy, tmp_path / "out", ["vcoco_split2"], with_images=False)
+    assert "using the official split files" in caplog.text
+    assert "`SGsplits/V-COCO-SG/test/test_vcoco_sg2.json`" in (folder / "README.md").read_text()
