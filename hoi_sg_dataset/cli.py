@@ -264,12 +264,12 @@ def run_demo(context: DemoContext) -> None:
             context.say(
                 f"load_dataset({folder.name!r}, {config!r}): {loaded['train'].num_rows} train / "
                 f"{test.num_rows} test images, {triplets} test HOI triplets, "
-                f"{len(held_out)} held-out combinations"
+                f"{len(held_out)} held-out combinations in test"
             )
             context.result(f"{BENCHMARK}/{config}", "train", "images", loaded["train"].num_rows)
             context.result(f"{BENCHMARK}/{config}", "test", "images", test.num_rows)
             context.result(f"{BENCHMARK}/{config}", "test", "HOI triplets", triplets)
-            context.result(f"{BENCHMARK}/{config}", "test", "held-out combinations", len(held_out))
+            context.result(f"{BENCHMARK}/{config}", "test", "held-out combinations in test", len(held_out))
     finally:
         datasets.enable_progress_bars()
     context.artifacts["hoi_sg sample (native layout)"] = layout.root

@@ -173,3 +173,29 @@ def test_build_defaults_to_every_config_the_data_allows(sample_copy, tmp_path, c
         "hico_split2",
         "hico_split3",
     ]
+
+
+def test_demo_step_builds_loads_and_reports_the_sample(tmp_path):
+    from hoi_bench.plugins import DemoContext
+    from hoi_sg_dataset.cli import run_demo
+
+    said = []
+    context = DemoContext(out_dir=tmp_path, say=said.append)
+    run_demo(context)
+    rows = {(r.benchmark, r.split, r.metric): r.value for r in context.rows}
+    assert rows[("hoi_sg/hico_split1", "test", "images")] == 33
+    assert rows[("hoi_sg/vcoco_split1", "train", "images")] == 198
+    assert rows[("hoi_sg/hico_split1", "test", "held-out combinations in test")] == 5
+    assert sorted(datasets.get_dataset_config_names(str(context.artifacts["hoi_sg Hub folder"]))) == sorted(
+        [
+            "hico",
+            "hico_split1",
+            "hico_split2",
+            "hico_split3",
+            "vcoco",
+            "vcoco_split1",
+            "vcoco_split2",
+            "vcoco_split3",
+        ]
+    )
+    assert any("load_dataset" in line for line in said)
