@@ -37,6 +37,9 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-crop", dest="crop", action="store_false",
                         help="embed whole original images, boxes in image pixels (default: official crops)")
     parser.add_argument("--splits", nargs="+", help="build only these splits (default: all nine)")
+    parser.add_argument("--layout", choices=["embedded", "refs", "both"], default="embedded",
+                        help="embedded: config 'episodes' with images in every row; refs: configs 'episode_refs' + "
+                             "'images' (each picture once, recommended for the full release); both: all three")
     parser.add_argument("--annotation-dir", default="bongard_hoi_release",
                         help="episode-file folder, absolute or relative to --data-dir")
     parser.add_argument("--image-dir", default="images", help="image root, absolute or relative to --data-dir")
@@ -45,9 +48,11 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
 def _run_build(args: argparse.Namespace) -> int:
     from bongard_hoi.builder import build_hub
 
+    configs = {"embedded": ("episodes",), "refs": ("episode_refs", "images"),
+               "both": ("episodes", "episode_refs", "images")}[args.layout]
     out = build_hub(args.data_dir, args.out, crop=args.crop, splits=args.splits, annotation_dir=args.annotation_dir,
-                    image_dir=args.image_dir)
-    print(f"wrote {out}; load with datasets.load_dataset({str(out)!r}, 'episodes')")
+                    image_dir=args.image_dir, configs=configs)
+    print(f"wrote {out}; load with datasets.load_dataset({str(out)!r}, {configs[0]!r})")
     return 0
 
 

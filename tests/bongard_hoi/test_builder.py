@@ -119,3 +119,19 @@ def test_missing_images_are_listed_before_anything_is_written(tmp_path):
     with pytest.raises(MissingFilesError, match="8 episode files missing"):
         build_hub(data, tmp_path / "hub")
     assert not (tmp_path / "hub").exists()
+
+
+def test_reference_layout_stores_each_picture_once_and_resolves_to_the_embedded_bytes(sample, built, tmp_path):
+    folder = build_hub(sample, tmp_path / "refs", configs=("episode_refs", "images"), splits=("train",))
+    refs = load_dataset(str(folder), "episode_refs", split="train", cache_dir=str(tmp_path / "cache"))
+    pictures = load_dataset(str(folder), "images", split="train", cache_dir=str(tmp_path / "cache"))
+    where = {key: index for index, key in enumerate(pictures["image_id"])}
+    assert len(where) == len(pictures)
+    for ref_row, row in zip(refs, built["train"], strict=True):
+        for ref_cell, cell in zip(ref_row["positive_shots"] + [ref_row["negative_query"]],
+                                  row["positive_shots"] + [row["negative_query"]], strict=True):
+            assert ref_cell["image_id"].startswith(cell["im_path"][2:] + "#")
+            assert ref_cell["sub_bbox"] == cell["sub_bbox"] and ref_cell["crop_bbox"] == cell["crop_bbox"]
+            picture = pictures[where[ref_cell["image_id"]]]["image"]
+            assert np.array_equal(np.asarray(picture), np.asarray(cell["image"]))
+    assert len(pictures) < len(built["train"]) * 14
