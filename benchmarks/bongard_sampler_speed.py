@@ -42,7 +42,8 @@ def main() -> None:
     instances, convert = _timed(lambda: instances_from_annotations(records))
     rows = []
     for role in ("train", "test"):
-        sampled, sample = _timed(lambda: sample_episodes(instances, args.episodes, role=role, seed=args.seed))
+        sampled, sample = _timed(lambda role=role: sample_episodes(instances, args.episodes, role=role,
+                                                                   seed=args.seed))
         total = read + convert + sample
         rows.append([role, len(sampled), f"{sample:.2f}", f"{total:.2f}", f"{total / reference:.1f}x",
                      "yes" if total < TARGET_SECONDS else "NO"])

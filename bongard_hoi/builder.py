@@ -25,6 +25,7 @@ import datasets
 from bongard_hoi.formats import SHOTS, SPLITS, Episode, EpisodeImage, episode_file_name, read_episode_file
 from bongard_hoi.geometry import crop_bytes, is_openimages, place_image, resolve_image_path
 from hoi_bench.errors import ConfigError, DataError, MissingFilesError
+from hoi_bench.hub import CardSpec
 from hoi_bench.images import embedded_image, image_size
 
 logger = logging.getLogger(__name__)
@@ -223,7 +224,7 @@ class EpisodeLayout:
     image_root: Path
 
     @classmethod
-    def from_config(cls, config: BongardHoiConfig) -> "EpisodeLayout":
+    def from_config(cls, config: BongardHoiConfig) -> EpisodeLayout:
         data_dir = Path(config.data_dir)
         return cls(data_dir / config.annotation_dir, data_dir / config.image_dir)
 
@@ -320,11 +321,9 @@ def _cached_crop(path: str, crop_bbox: tuple[int, int, int, int]) -> bytes:
     return crop_bytes(path, crop_bbox)
 
 
-def card_spec() -> "CardSpec":
+def card_spec() -> CardSpec:
     """The dataset card of a Bongard-HOI Hub folder (template ``bongard_hoi/card.md``)."""
     from importlib import resources
-
-    from hoi_bench.hub import CardSpec
 
     template = resources.files("bongard_hoi").joinpath("card.md").read_text(encoding="utf-8")
     return CardSpec(pretty_name="Bongard-HOI", license="other", task_categories=["image-classification"],
@@ -348,4 +347,18 @@ def build_hub(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *, crop: 
     if splits is not None:
         kwargs["splits"] = tuple(splits)
     return build_hub_folder(BongardHoi, list(configs), out_dir, card_spec(), data_dir=str(Path(data_dir).absolute()),
-                            default_config=configs[0], **kwargs)
+                            default_config=configs[0], config_card=config_card, **kwargs)
+
+
+def config_card(builder: BongardHoi, built: datasets.DatasetDict) -> str:
+    """A config's card section: rows per split and the sha256 of the episode file each split was built from."""
+    import hashlib
+
+    layout = EpisodeLayout.from_config(builder.config)
+    lines = [f"### `{builder.config.name}`", "", builder.config.description or "", "",
+             f"Built by hoi-bench bongard_hoi builder {VERSION} ({'official crops' if builder.config.crop else 'whole images'}).",
+             "", "| split | rows | episode file sha256 |", "|---|---|---|"]
+    for split, rows in built.items():
+        digest = hashlib.sha256(layout.episode_file(split).read_bytes()).hexdigest()
+        lines.append(f"| {split} | {len(rows):,} | `{digest}` |")
+    return "\n".join(lines) + "\n"

@@ -62,7 +62,7 @@ class TrainingVocabulary:
     objects: tuple[str, ...]
 
     @classmethod
-    def from_instances(cls, instances: Iterable[HoiInstance]) -> "TrainingVocabulary":
+    def from_instances(cls, instances: Iterable[HoiInstance]) -> TrainingVocabulary:
         """The sorted actions and objects occurring in ``instances`` (e.g. the training split's)."""
         instances = list(instances)
         return cls(tuple(sorted({i.action for i in instances})), tuple(sorted({i.object for i in instances})))

@@ -94,7 +94,7 @@ def test_demo_steps_build_draw_and_score(tmp_path):
         step.run(context)
     assert Image.open(context.artifacts["bongard_hoi episode sheet"]).format == "PNG"
     metrics = {(r.split, r.metric): r.value for r in context.rows}
-    assert set(s for s, _ in metrics) == {"test_seen_obj_seen_act", "test_seen_obj_unseen_act",
+    assert {s for s, _ in metrics} == {"test_seen_obj_seen_act", "test_seen_obj_unseen_act",
                                           "test_unseen_obj_seen_act", "test_unseen_obj_unseen_act", "test mean"}
     assert all(0.0 <= v <= 1.0 for v in metrics.values())
 

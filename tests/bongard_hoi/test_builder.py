@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np
@@ -135,3 +134,12 @@ def test_reference_layout_stores_each_picture_once_and_resolves_to_the_embedded_
             picture = pictures[where[ref_cell["image_id"]]]["image"]
             assert np.array_equal(np.asarray(picture), np.asarray(cell["image"]))
     assert len(pictures) < len(built["train"]) * 14
+
+
+def test_card_names_each_split_with_the_checksum_of_its_episode_file(sample, folder):
+    import hashlib
+
+    card = (folder / "README.md").read_text()
+    digest = hashlib.sha256((sample / ANNOTATION_DIR / "bongard_hoi_train.json").read_bytes()).hexdigest()
+    assert f"| train | 24 | `{digest}` |" in card
+    assert "openimages x1.6" in card and "configs:" in card
