@@ -143,3 +143,16 @@ def test_card_names_each_split_with_the_checksum_of_its_episode_file(sample, fol
     digest = hashlib.sha256((sample / ANNOTATION_DIR / "bongard_hoi_train.json").read_bytes()).hexdigest()
     assert f"| train | 24 | `{digest}` |" in card
     assert "openimages x1.6" in card and "configs:" in card
+
+
+def test_integer_concept_files_build_with_the_concept_taken_from_the_positives(tmp_path):
+    data = _openimages_layout(tmp_path / "native")
+    path = data / ANNOTATION_DIR / "bongard_hoi_train.json"
+    episodes = json.loads(path.read_text())
+    episodes[0][2] = 7
+    episodes[0][0][0]["im_path"] = "openimages/images/a.png"  # third-party files may drop the "./"
+    path.write_text(json.dumps(episodes))
+    folder = build_hub(data, tmp_path / "hub", splits=("train",))
+    row = load_dataset(str(folder), "episodes", split="train", cache_dir=str(tmp_path / "cache"))[0]
+    assert (row["concept"], row["concept_id"], row["action"], row["object"]) == ("ride++horse", 7, "ride", "horse")
+    assert row["positive_shots"][0]["crop_bbox"] == [16, 8, 200, 100]
