@@ -156,18 +156,18 @@ def test_num_proc_gives_the_same_rows(sample_root, tmp_path, hub):
 def test_interrupted_build_leaves_the_previous_folder(sample_root, tmp_path, monkeypatch):
     folder = build_hoi_sg(sample_root, tmp_path / "hoi_sg", ["vcoco"], with_images=False)
     before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-    real_size, calls = builder_module.image_size, []
+    real_embed, calls = builder_module.embedded_image, []
 
-    def fail_midway(path):
+    def interrupt_midway(path):  # vcoco's 320 rows are generated, then hico_split1 stops at its 51st row
         calls.append(path)
-        if len(calls) > 50:
+        if len(calls) > 320 + 50:
             raise KeyboardInterrupt
-        return real_size(path)
+        return real_embed(path)
 
-    monkeypatch.setattr(builder_module, "image_size", fail_midway)
+    monkeypatch.setattr(builder_module, "embedded_image", interrupt_midway)
     with pytest.raises(KeyboardInterrupt):
         build_hoi_sg(sample_root, folder, ["vcoco", "hico_split1"])
-    assert len(calls) == 51
+    assert len(calls) == 371
     assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["hoi_sg"]  # no half-written sibling left behind
 
@@ -215,3 +215,17 @@ def test_image_name_without_a_known_split_prefix(sample_copy, tmp_path):
     with pytest.raises(FormatError, match="cannot tell the image folder") as caught:
         build_hoi_sg(sample_copy, tmp_path / "out", ["hico"])
     assert caught.value.found == "my_image.jpg"
+
+
+@pytest.mark.parametrize("num_proc", [None, 2])
+def test_unreadable_image_is_named_not_wrapped(sample_copy, tmp_path, num_proc):
+    (sample_copy / "v-coco" / "images" / "val2014" / "COCO_val2014_000000000004.jpg").write_bytes(b"not a jpeg")
+    with pytest.raises(FormatError, match="COCO_val2014_000000000004.jpg: not a readable image .1 unreadable"):
+        build_hoi_sg(sample_copy, tmp_path / "out", ["vcoco"], num_proc=num_proc)
+    assert not (tmp_path / "out").exists()
+
+
+def test_builder_without_data_dir_names_the_expected_layout(tmp_path):
+    builder = HoiSgBuilder(config_name="hico", cache_dir=str(tmp_path))
+    with pytest.raises(MissingFilesError, match="(?s)data_dir.*annotations/trainval_hico.json"):
+        builder.download_and_prepare()
