@@ -322,3 +322,15 @@ def _recall_at(gt: _GroundTruth, pred: _Detections, pairs: _Pairs, settings: HHI
         hits, num_gt = hits[predicted], num_gt[predicted]
     total = int(num_gt.sum())
     return float(hits.sum() / total) if total else None
+
+
+def score_tables(annotations, predictions, **settings) -> dict:
+    """:func:`hhi_metrics` of a read annotation CSV against a read prediction CSV.
+
+    ``annotations`` / ``predictions`` are what ``sportshhi.formats.read_annotation_csv`` /
+    ``read_prediction_csv`` return (GT rows are keyed by ``frame_id // 5``, predictions by their keyframe);
+    ``settings`` are the keyword arguments of :func:`hhi_metrics`.
+    """
+    return hhi_metrics(annotations.keys, annotations.subject_boxes, annotations.object_boxes, annotations.labels,
+                       predictions.keys, predictions.subject_boxes, predictions.object_boxes, predictions.labels,
+                       predictions.scores, **settings)

@@ -213,7 +213,7 @@ def format_action_list(actions: ActionList) -> str:
 
 def write_action_list(path: str | os.PathLike, actions: ActionList) -> None:
     """Write ``actions`` as a pbtxt file (atomically)."""
-    _write_text(path, format_action_list(actions))
+    write_text_atomic(path, format_action_list(actions))
 
 
 # --------------------------------------------------------------------------------------------- annotation CSV
@@ -358,7 +358,7 @@ def write_annotation_csv(path: str | os.PathLike, annotations: Annotations) -> N
         cells += [str(int(annotations.labels[i])), str(int(annotations.subject_ids[i])),
                   str(int(annotations.object_ids[i]))]
         lines.append(",".join(cells))
-    _write_text(path, "".join(line + "\n" for line in lines))
+    write_text_atomic(path, "".join(line + "\n" for line in lines))
 
 
 # --------------------------------------------------------------------------------------------- prediction CSV
@@ -468,7 +468,7 @@ def write_prediction_csv(path: str | os.PathLike, predictions: Predictions | Ite
         cells = [str(predictions.video_ids[i]), str(int(predictions.keyframes[i]))]
         cells += [_fmt(v) for v in subject + obj] + [str(int(predictions.labels[i])), _fmt(score)]
         lines.append(",".join(cells))
-    _write_text(path, "".join(line + "\n" for line in lines))
+    write_text_atomic(path, "".join(line + "\n" for line in lines))
     return len(lines)
 
 
@@ -533,17 +533,18 @@ def read_proposals(path: str | os.PathLike) -> dict[str, np.ndarray]:
 def write_proposals(path: str | os.PathLike, proposals: Mapping[str, np.ndarray]) -> None:
     """Write a proposal pickle in the release layout (``{"video,TTTT": float32 array}``), atomically."""
     data = {str(key): np.asarray(value, dtype=np.float32) for key, value in proposals.items()}
-    _write_bytes(path, pickle.dumps(data, protocol=4))
+    write_bytes_atomic(path, pickle.dumps(data, protocol=4))
 
 
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def _write_text(path: str | os.PathLike, text: str) -> None:
-    _write_bytes(path, text.encode("utf-8"))
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write UTF-8 ``text`` to ``path`` so that a failure leaves no partial file (used for every output)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def _write_bytes(path: str | os.PathLike, data: bytes) -> None:
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to a temporary sibling and rename it over ``path``: a failure leaves no partial file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
