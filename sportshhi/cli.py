@@ -15,8 +15,8 @@ BENCHMARK = "sportshhi"
 
 def register(registry: Registry) -> None:
     """Add this package's commands and demo steps to ``registry``."""
-    registry.add_command(Command("build", "sportshhi", "build SportsHHI keyframes (config hhi) into a Hub folder",
-                                 _configure_build, _run_build))
+    registry.add_command(Command("build", "sportshhi", "build SportsHHI keyframes (config hhi) into a Hub "
+                                 "folder", _configure_build, _run_build))
     registry.add_command(Command("stats", "sportshhi", "count keyframes and interactions per class of a "
                                  "SportsHHI annotation CSV", _configure_stats, _run_stats))
     registry.add_command(Command("evaluate", "hhi", "score a SportsHHI prediction CSV: HHI mAP and Recall@K",
@@ -33,7 +33,8 @@ def register(registry: Registry) -> None:
 def _configure_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, required=True,
                         help="release folder holding annotations/ and frames/ (see docs/sportshhi.md)")
-    parser.add_argument("--out", type=Path, required=True, help="Hub folder to write (load_dataset(OUT, 'hhi'))")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="Hub folder to write (then load_dataset(OUT, 'hhi'))")
     parser.add_argument("--clip-len", type=int, default=4, help="context frames per keyframe (0: none)")
     parser.add_argument("--frame-interval", type=int, default=2, help="frames between context frames")
     parser.add_argument("--num-proc", type=int, default=None, help="worker processes for the build")
@@ -118,12 +119,14 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, required=True, help="release folder (annotations/, frames/)")
     parser.add_argument("--keyframe", required=True, help="VIDEO_ID,T (keyframe index T = frame index // 5)")
     parser.add_argument("--out", type=Path, required=True, help="PNG to write")
-    parser.add_argument("--predictions", type=Path, default=None, help="also draw the best predictions of this CSV")
+    parser.add_argument("--predictions", type=Path, default=None,
+                        help="also draw the best predictions of this CSV")
     parser.add_argument("--top", type=int, default=3, help="how many predictions to draw (default 3)")
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    path = render_keyframe(args.data_dir, args.keyframe, args.out, predictions_csv=args.predictions, top=args.top)
+    path = render_keyframe(args.data_dir, args.keyframe, args.out, predictions_csv=args.predictions,
+                           top=args.top)
     print(f"wrote {path}")
     return 0
 
@@ -145,7 +148,8 @@ def render_keyframe(data_dir: Path, keyframe: str, out: Path, *, predictions_csv
     key = formats.keyframe_key(video_id, t)
     check_release_files(Path(data_dir))
     actions = formats.read_action_list(Path(data_dir) / formats.ACTION_LIST_FILE)
-    records = {r.key: r for split in formats.RELEASE_SPLITS for r in read_split(Path(data_dir), split, actions)}
+    records = {record.key: record for split in formats.RELEASE_SPLITS
+               for record in read_split(Path(data_dir), split, actions)}
     if key not in records:
         raise DataError(f"{data_dir}: keyframe {key} has no annotation in either split "
                         f"(first annotated keyframes: {', '.join(sorted(records)[:3])})")
@@ -159,9 +163,10 @@ def render_keyframe(data_dir: Path, keyframe: str, out: Path, *, predictions_csv
         rows = rows[np.argsort(-predictions.scores[rows], kind="stable")][:top]
         drawn = [(predictions.subject_boxes[i], predictions.object_boxes[i],
                   actions.name_of(int(predictions.labels[i])), float(predictions.scores[i])) for i in rows]
-    frame = Path(data_dir) / formats.frame_file(video_id, t * formats.FRAMES_PER_KEYFRAME)
+    frame_name = formats.frame_file(video_id, t * formats.FRAMES_PER_KEYFRAME)
+    frame = Path(data_dir) / frame_name
     if not frame.is_file():
-        raise DataError(f"{data_dir}: frame {formats.frame_file(video_id, t * 5)} of keyframe {key} is missing")
+        raise DataError(f"{data_dir}: frame {frame_name} of keyframe {key} is missing")
     image = draw_keyframe(load_rgb(frame), boxes, interactions, drawn)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -187,10 +192,11 @@ def demo_build(context: DemoContext) -> None:
     loaded = datasets.load_dataset(str(folder), "hhi", cache_dir=str(out / "cache"))
     for split, table in loaded.items():
         interactions = sum(len(i) for i in table["interactions"])
-        context.say(f"load_dataset(hub, 'hhi')[{split!r}]: {table.num_rows} keyframes, {interactions} interactions")
+        context.say(f"load_dataset(hub, 'hhi')[{split!r}]: {table.num_rows} keyframes, "
+                    f"{interactions} interactions")
     first = next(iter(datasets.load_dataset(str(folder), "hhi", streaming=True)["validation"]))
-    context.say(f"streaming: first keyframe {first['keyframe_key']} with {len(first['context'])} context frames "
-                f"{first['context_frame_indices']} and {len(first['human_boxes'])} people")
+    context.say(f"streaming: first keyframe {first['keyframe_key']} with {len(first['context'])} context "
+                f"frames {first['context_frame_indices']} and {len(first['human_boxes'])} people")
     context.artifacts["sportshhi release (synthetic)"] = sample.root
     context.artifacts["sportshhi Hub folder"] = folder
 
@@ -211,9 +217,10 @@ def demo_score(context: DemoContext) -> None:
     validation = formats.read_annotation_csv(root / formats.annotation_file("validation"), actions)
     humans = formats.read_proposals(root / formats.gt_proposal_file("validation"))
     predictions_csv = out / "proximity_rule_val.csv"
-    written = formats.write_prediction_csv(predictions_csv, proximity_predictions(humans, class_priors(train)))
-    context.say(f"proximity-prior rule: {written} predictions (every ordered pair of GT people x every training "
-                f"class) written to {predictions_csv.name}")
+    predictions = proximity_predictions(humans, class_priors(train))
+    written = formats.write_prediction_csv(predictions_csv, predictions)
+    context.say(f"proximity-prior rule: {written} predictions (every ordered pair of GT people x every "
+                f"training class) written to {predictions_csv.name}")
     result = score_tables(validation, formats.read_prediction_csv(predictions_csv, actions))
     metrics = ["mAP"] + [f"recall@{k}" for k in result["settings"]["ks"]]
     context.say("  ".join(f"{m} {result[m]:.4f}" for m in metrics) + " (IoU >= 0.5, paper counting)")

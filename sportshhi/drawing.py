@@ -25,8 +25,8 @@ def draw_keyframe(
     ``human_boxes`` are normalised xyxy; ``interactions`` are (subject index, object index, class name);
     ``predictions`` are (subject box, object box, class name, score), drawn in another colour.
 
-    >>> out = draw_keyframe(Image.new("RGB", (128, 72)), np.array([[0.1, 0.2, 0.2, 0.6], [0.5, 0.2, 0.6, 0.6]]),
-    ...                     [(0, 1, "pass")])
+    >>> people = np.array([[0.1, 0.2, 0.2, 0.6], [0.5, 0.2, 0.6, 0.6]])
+    >>> out = draw_keyframe(Image.new("RGB", (128, 72)), people, [(0, 1, "pass")])
     >>> out.size
     (640, 360)
     """
@@ -51,7 +51,8 @@ def draw_keyframe(
     return canvas
 
 
-def _arrow(draw: ImageDraw.ImageDraw, subject: np.ndarray, obj: np.ndarray, colour: tuple[int, int, int]) -> None:
+def _arrow(draw: ImageDraw.ImageDraw, subject: np.ndarray, obj: np.ndarray,
+           colour: tuple[int, int, int]) -> None:
     start = np.array([(subject[0] + subject[2]) / 2, (subject[1] + subject[3]) / 2])
     end = np.array([(obj[0] + obj[2]) / 2, (obj[1] + obj[3]) / 2])
     draw.line([tuple(start), tuple(end)], fill=colour, width=2)

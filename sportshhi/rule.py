@@ -1,9 +1,9 @@
 """The proximity-prior rule: the simplest scored HHICls baseline, used by the demo to exercise the metric.
 
 Every ordered pair of distinct GT human boxes of a keyframe is predicted with every class seen in training,
-scored ``P_train(class) * exp(-distance / scale)`` where ``distance`` is the distance between the two box centres
-(normalised coordinates). It knows nothing of the scene beyond box positions: close pairs rank first, and the
-class is only a prior, so it sets a floor any learned model should beat.
+scored ``P_train(class) * exp(-distance / scale)`` where ``distance`` is the distance between the two box
+centres (normalised coordinates). It knows nothing of the scene beyond box positions: close pairs rank
+first, and the class is only a prior, so it sets a floor any learned model should beat.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ DISTANCE_SCALE = 0.15
 def class_priors(annotations: formats.Annotations) -> dict[int, float]:
     """Fraction of training interactions per label id.
 
-    >>> ann = formats.Annotations(np.array(["v"] * 4, dtype=object), np.array([5, 5, 10, 10]), np.zeros((4, 4)),
-    ...                           np.zeros((4, 4)), np.array([2, 2, 2, 3]), np.zeros(4, int), np.zeros(4, int))
+    >>> ann = formats.Annotations(np.array(["v"] * 4, dtype=object), np.array([5, 5, 10, 10]),
+    ...                           np.zeros((4, 4)), np.zeros((4, 4)), np.array([2, 2, 2, 3]),
+    ...                           np.zeros(4, int), np.zeros(4, int))
     >>> class_priors(ann)
     {2: 0.75, 3: 0.25}
     """
@@ -44,5 +45,6 @@ def proximity_predictions(human_boxes: Mapping[str, np.ndarray], priors: Mapping
                     continue
                 closeness = float(np.exp(-distance[s, o] / scale))
                 for label, prior in priors.items():
-                    rows.append((video_id, keyframe, tuple(boxes[s]), tuple(boxes[o]), label, prior * closeness))
+                    rows.append((video_id, keyframe, tuple(boxes[s]), tuple(boxes[o]), label,
+                                 prior * closeness))
     return formats.Predictions.from_rows(rows)

@@ -20,21 +20,22 @@ _CITATION = """\
 """
 
 _DESCRIPTION = """\
-SportsHHI interaction detection metric: VOC all-point AP per interaction class (mAP over the 28 evaluated
-classes) and Recall@K (K = 20, 50, 100, 150 best predictions per keyframe). A prediction is a true positive when
-its subject box and its object box both overlap those of an unmatched GT interaction of the same class on the
-same keyframe with IoU >= the threshold (0.5 by default, as in the paper; official=True reproduces the released
-code, which uses 0.9, truncates GT to the top K rows per keyframe for Recall@K and drops classes without
-predictions). Only keyframes with GT are evaluated.
+SportsHHI interaction detection metric: VOC all-point AP per interaction class (mAP over the 28
+evaluated classes) and Recall@K (K = 20, 50, 100, 150 best predictions per keyframe). A prediction is a
+true positive when its subject box and its object box both overlap those of an unmatched GT interaction of
+the same class on the same keyframe with IoU >= the threshold (0.5 by default, as in the paper;
+official=True reproduces the released code, which uses 0.9, truncates GT to the top K rows per keyframe for
+Recall@K and drops classes without predictions). Only keyframes with GT are evaluated.
 """
 
 _KWARGS_DESCRIPTION = """\
 Args:
-    predictions: one dict per keyframe: {"keyframe": "video_id,TTTT", "subject_boxes": [[x1, y1, x2, y2], ...],
-        "object_boxes": [...], "labels": [1-based label id, ...], "scores": [float, ...]}.
-    references: one dict per keyframe: {"keyframe": ..., "subject_boxes": ..., "object_boxes": ..., "labels": ...}.
-        Each side is matched by its own "keyframe" field; both lists must have the same length (evaluate's rule),
-        so pad with empty keyframes where needed.
+    predictions: one dict per keyframe: {"keyframe": "video_id,TTTT",
+        "subject_boxes": [[x1, y1, x2, y2], ...], "object_boxes": [...], "labels": [1-based label id, ...],
+        "scores": [float, ...]}.
+    references: one dict per keyframe: {"keyframe": ..., "subject_boxes": ..., "object_boxes": ...,
+        "labels": ...}. Each side is matched by its own "keyframe" field; both lists must have the same
+        length (evaluate's rule), so pad with empty keyframes where needed.
     iou_threshold: float, default 0.5 (0.9 with official=True); an explicit value wins in either mode.
     official: bool, default False; reproduce the released hhi_eval counting.
     class_whitelist: label ids to evaluate, default the 28 official ones.

@@ -1,4 +1,4 @@
-"""Native files: round trips, and clear errors (file, line, field) for every malformed input the issue names."""
+"""Native files: round trips, and clear errors (file, line, field) for every malformed input of the issue."""
 
 from __future__ import annotations
 
@@ -48,13 +48,14 @@ def test_malformed_action_lists_are_refused(text, message):
 
 
 def test_annotation_csv_keys_rows_by_frame_index_div_5(tmp_path, actions):
-    ann = formats.read_annotation_csv(_csv(tmp_path, ROW, ROW.replace(",105,", ",109,").replace(",3,2,5", ",2,5,2")
-                                           .replace("0.4123", "0.1"), ""), actions)
+    second = ROW.replace(",105,", ",109,").replace(",3,2,5", ",2,5,2").replace("0.4123", "0.1")
+    ann = formats.read_annotation_csv(_csv(tmp_path, ROW, second, ""), actions)
     assert len(ann) == 2
     assert ann.keyframes.tolist() == [21, 21]
     assert ann.keys.tolist() == ["v_-6Os86HzwCs_c001,0021"] * 2
     assert ann.subject_boxes[0].tolist() == [0.4123, 0.3011, 0.4870, 0.6522]
-    assert ann.labels.tolist() == [3, 2] and ann.subject_ids.tolist() == [2, 5] and ann.object_ids.tolist() == [5, 2]
+    assert ann.labels.tolist() == [3, 2]
+    assert ann.subject_ids.tolist() == [2, 5] and ann.object_ids.tolist() == [5, 2]
 
 
 def test_annotation_csv_round_trips_exactly(tmp_path, actions):
@@ -91,7 +92,8 @@ def test_duplicate_ordered_pair_in_one_keyframe_is_refused_with_both_lines(tmp_p
     assert caught.value.record == "line 2" and "line 1" in str(caught.value)
     swapped = ROW.split(",")
     swapped = swapped[:2] + swapped[6:10] + swapped[2:6] + swapped[10:]
-    assert len(formats.read_annotation_csv(_csv(tmp_path, ROW, ",".join(swapped), name="ok.csv"), actions)) == 2
+    path = _csv(tmp_path, ROW, ",".join(swapped), name="ok.csv")
+    assert len(formats.read_annotation_csv(path, actions)) == 2
     next_keyframe = ROW.replace(",105,", ",110,")
     assert len(formats.read_annotation_csv(_csv(tmp_path, ROW, next_keyframe, name="ok2.csv"), actions)) == 2
 
@@ -123,8 +125,9 @@ def test_writing_bad_predictions_leaves_no_file(tmp_path):
 
 def test_proposals_accept_n4_and_n5_arrays(tmp_path):
     path = tmp_path / "props.pkl"
-    formats.write_proposals(path, {"v_a_c001,0021": np.array([[0.1, 0.2, 0.3, 0.9]]),
-                                   "v_a_c001,0022": np.array([[0.1, 0.2, 0.3, 0.9, 0.95], [0, 0, 1, 1, 0.2]])})
+    scored = np.array([[0.1, 0.2, 0.3, 0.9, 0.95], [0, 0, 1, 1, 0.2]])
+    unscored = np.array([[0.1, 0.2, 0.3, 0.9]])
+    formats.write_proposals(path, {"v_a_c001,0021": unscored, "v_a_c001,0022": scored})
     proposals = formats.read_proposals(path)
     assert proposals["v_a_c001,0021"].shape == (1, 5) and proposals["v_a_c001,0021"][0, 4] == 1.0
     assert np.allclose(proposals["v_a_c001,0022"][:, 4], [0.95, 0.2])

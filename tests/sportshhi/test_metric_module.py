@@ -1,4 +1,4 @@
-"""The `hhi_map` evaluate module: same numbers as sportshhi.evaluation, installable for evaluate.load(name)."""
+"""The `hhi_map` evaluate module: same numbers as sportshhi.evaluation, installable for evaluate.load."""
 
 from __future__ import annotations
 
@@ -19,12 +19,14 @@ def _row(key, subjects, objects, labels, scores=None):
 
 def test_module_matches_the_numpy_metric_in_both_modes():
     metric = evaluate.load(hoi_bench.metric_path("hhi_map"))
-    references = [_row("v,0001", [A, B], [B, C], [2, 3]), _row("v,0002", [C], [A], [2]), _row("v,0003", [], [], [])]
-    predictions = [_row("v,0001", [A, B, C], [B, C, A], [2, 2, 3], [0.9, 0.6, 0.4]), _row("v,0002", [], [], [], []),
-                   _row("v,0009", [A], [B], [2], [0.99])]
+    references = [_row("v,0001", [A, B], [B, C], [2, 3]), _row("v,0002", [C], [A], [2]),
+                  _row("v,0003", [], [], [])]
+    predictions = [_row("v,0001", [A, B, C], [B, C, A], [2, 2, 3], [0.9, 0.6, 0.4]),
+                   _row("v,0002", [], [], [], []), _row("v,0009", [A], [B], [2], [0.99])]
     for kwargs in ({}, {"official": True}, {"official": True, "iou_threshold": 0.5}, {"ks": [1, 2]}):
         result = metric.compute(predictions=predictions, references=references, **kwargs)
-        expected = hhi_metrics(["v,0001", "v,0001", "v,0002"], np.array([A, B, C]), np.array([B, C, A]), [2, 3, 2],
+        expected = hhi_metrics(["v,0001", "v,0001", "v,0002"], np.array([A, B, C]), np.array([B, C, A]),
+                               [2, 3, 2],
                                ["v,0001"] * 3 + ["v,0009"], np.array([A, B, C, A]), np.array([B, C, A, B]),
                                [2, 2, 3, 2], [0.9, 0.6, 0.4, 0.99], **kwargs)
         assert result == expected
