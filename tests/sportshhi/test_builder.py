@@ -10,7 +10,7 @@ import pytest
 
 from hoi_bench.errors import MissingFilesError
 from sportshhi import formats
-from sportshhi.builder import build_sportshhi_folder, context_frame_indices
+from sportshhi.builder import KeyframeRecord, build_sportshhi_folder, context_frame_indices
 from sportshhi.samples import FRAME_SIZE
 
 
@@ -125,3 +125,17 @@ def test_card_states_license_gating_and_missing_test_split(hub_folder):
     assert "license: cc-by-nc-4.0" in readme
     assert "gated" in readme and "no test split" in readme
     assert "@inproceedings{wu2024sportshhi" in readme and "### `hhi`" in readme
+
+
+def test_gt_proposals_add_unannotated_people_but_not_duplicates():
+    a, b = np.array([0.1, 0.1, 0.3, 0.8]), np.array([0.5, 0.1, 0.7, 0.8])
+    near_a = [0.1, 0.1, 0.3, 0.79, 1.0]  # the same person as a (IoU ~0.99), as a float32 pickle would hold it
+    bystander = [0.8, 0.2, 0.9, 0.7, 1.0]
+    record = KeyframeRecord("v", 3, [(a, b, 2, 7, 8), (b, a, 3, 8, 7)], np.array([near_a, bystander]),
+                            np.zeros((0, 5)))
+    boxes, person_ids, pairs = record.humans()
+    assert boxes.tolist() == [a.tolist(), b.tolist(), bystander[:4]]
+    assert person_ids == [7, 8, -1]
+    assert pairs == [(0, 1), (1, 0)]
+    without_proposals = KeyframeRecord("v", 3, [(a, b, 2, 7, 8)], np.zeros((0, 5)), np.zeros((0, 5)))
+    assert without_proposals.humans()[0].tolist() == [a.tolist(), b.tolist()]
