@@ -75,7 +75,8 @@ def _run_stats(args: argparse.Namespace) -> int:
     for image in annotation.images:
         positives += np.bincount(image.relations[image.relations[:, 2] >= 0, 2], minlength=n)
         negatives += np.bincount(image.neg_relations[image.neg_relations[:, 2] >= 0, 2], minlength=n)
-        placeholders += int((image.relations[:, 2] == NO_PREDICATE).sum() + (image.neg_relations[:, 2] == -1).sum())
+        placeholders += int((image.relations[:, 2] == NO_PREDICATE).sum()
+                            + (image.neg_relations[:, 2] == NO_PREDICATE).sum())
     print(format_table(["what", "count"], [
         ["images", len(annotation.images)], ["images without relations",
                                              sum(len(i.relations) == 0 for i in annotation.images)],
@@ -220,7 +221,8 @@ def demo_score(context: DemoContext) -> None:
     from haystack_dataset.formats import psg_classes, read_annotation, write_json
     from haystack_dataset.frequency_prior import FrequencyPrior
     from haystack_dataset.plots import plot_predicate_metrics
-    from haystack_dataset.predictions import write_haystack_npy, write_recall_predictions
+    from haystack_dataset.predictions import (read_haystack_npy, read_recall_predictions, write_haystack_npy,
+                                              write_recall_predictions)
     from haystack_dataset.recall import psg_recall
 
     base = context.out_dir / BENCHMARK
@@ -237,8 +239,6 @@ def demo_score(context: DemoContext) -> None:
                                                prior.recall_predictions(psg["test"]))
     context.say(f"frequency prior fitted on {len(psg['train'])} PSG train images; outputs: {npy.name}, "
                 f"{recall_json.name}")
-    from haystack_dataset.predictions import read_haystack_npy, read_recall_predictions
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HaystackInputWarning)  # listed at the end of the table below
         report = haystack_scores(read_annotation(base / "native" / "haystack" / "annotation_v1.json"),

@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hoi_bench.errors import PredictionError
+from hoi_bench.errors import ConfigError, PredictionError
 from haystack_dataset.formats import NO_PREDICATE, SceneGraphAnnotation, image_key
 
 RANK_MODES = ("paper", "official")
 DEFAULT_MIN_POSITIVES = 4
+_CHUNK = 4096
 TIE_RULE = "a predicate tied with others is ranked after all of them: rank = #{q != p : s_q >= s_p}"
 
 
@@ -200,7 +201,13 @@ def predicate_ranks(scores: np.ndarray, predicate: np.ndarray, present: np.ndarr
 def _ranks(scores: np.ndarray, predicate: np.ndarray, own: np.ndarray, present: np.ndarray | None,
            rank_mode: str) -> np.ndarray:
     n = scores.shape[1]
-    ranks = np.count_nonzero(scores >= own[:, None], axis=1) - 1  # the predicate itself is always counted once
+    counter = np.uint8 if n < 256 else np.int64
+    ranks = np.empty(len(own), dtype=np.int64)
+    for start in range(0, len(own), _CHUNK):  # cache-sized blocks: no (R, n) temporary, ~1.5x faster
+        block = slice(start, start + _CHUNK)
+        at_least = (scores[block] >= own[block, None]).view(np.uint8)
+        ranks[block] = np.add.reduce(at_least, axis=1, dtype=counter)
+    ranks -= 1  # the predicate itself is always counted once
     if rank_mode == "official":  # drop the last column from the competitors, unless it is the predicate itself
         ranks -= (scores[:, n - 1] >= own) & (predicate < n - 1)
     if present is not None:
@@ -368,8 +375,6 @@ def _warn(message: str) -> str:
 
 def _check_rank_mode(rank_mode: str) -> None:
     if rank_mode not in RANK_MODES:
-        from hoi_bench.errors import ConfigError
-
         raise ConfigError("rank_mode", rank_mode, RANK_MODES)
 
 
