@@ -105,7 +105,10 @@ def check_output_rows(rows: np.ndarray, num_predicates: int, *, file: str | None
     if rows.ndim != 2:
         raise PredictionError(f"{where}output must be a 2-D array [image_id, subject, object, scores...] "
                               f"(expected 2 dimensions, found shape {rows.shape})")
-    rows = rows.astype(np.float64, copy=False)
+    try:
+        rows = rows.astype(np.float64, copy=False)
+    except (TypeError, ValueError) as error:
+        raise PredictionError(f"{where}output must hold numbers (found dtype {rows.dtype}: {error})") from error
     width = 3 + num_predicates
     if rows.shape[1] != width:
         hint = " (remove the no-relation score column)" if rows.shape[1] == width + 1 else ""
