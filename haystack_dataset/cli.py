@@ -42,6 +42,11 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="Hub dataset folder to write (configs are merged in)")
     parser.add_argument("--config", action="append", choices=["psg", "haystack"],
                         help="config to build (repeatable; default: both)")
+    parser.add_argument("--psg-file", help="psg.json relative to --data-dir (default psg/psg.json)")
+    parser.add_argument("--haystack-file", help="Haystack annotation file relative to --data-dir "
+                                                "(default haystack/annotation_v1.json)")
+    parser.add_argument("--image-root", help="folder under --data-dir that file_name / pan_seg_file_name are "
+                                             "relative to (default coco)")
     parser.add_argument("--num-proc", type=int, default=None, help="worker processes for row generation")
 
 
@@ -49,7 +54,9 @@ def _run_build(args: argparse.Namespace) -> int:
     from haystack_dataset.builder import CONFIG_NAMES, build
 
     configs = args.config or list(CONFIG_NAMES)
-    out = build(args.data_dir, args.out, configs, num_proc=args.num_proc)
+    files = {"psg": args.psg_file, "haystack": args.haystack_file}
+    out = build(args.data_dir, args.out, configs, annotation_files={k: v for k, v in files.items() if v},
+                image_root=args.image_root, num_proc=args.num_proc)
     print(f"wrote {out} (configs: {', '.join(configs)})")
     print(f'load with: load_dataset("{out}", "{configs[-1]}")')
     return 0
