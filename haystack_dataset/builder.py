@@ -13,6 +13,7 @@ the class can also be run directly: ``Haystack(config_name="haystack", data_dir=
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import tempfile
@@ -200,7 +201,12 @@ def _check_classes(annotation: SceneGraphAnnotation) -> None:
 
 def config_card(builder: datasets.DatasetBuilder, dataset_dict: datasets.DatasetDict) -> str:
     """The card section of one config: split sizes and relation counts (positive, negative)."""
+    annotation = Path(builder.config.data_dir) / builder.config.annotation_file
+    digest = hashlib.sha256(annotation.read_bytes()).hexdigest()
+    version = str(builder.config.version)
     lines = [f"### `{builder.config.name}`", "", builder.config.description or "", "",
+             f"Built by `haystack_dataset.builder.Haystack` {version} ({VERSION_NOTES.get(version, '')}) from "
+             f"`{builder.config.annotation_file}` (sha256 `{digest}`).", "",
              "| split | images | positive relations | negative relations |", "|---|---|---|---|"]
     for split, ds in dataset_dict.items():
         positives = sum(len(r) for r in ds["relations"])

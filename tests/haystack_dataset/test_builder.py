@@ -48,6 +48,7 @@ def test_card_explains_the_three_states_and_lists_both_configs(hub_folder):
     card = (hub_folder / "README.md").read_text()
     assert "config_name: psg" in card and "config_name: haystack" in card
     assert "**unlabelled**" in card and "**negative**" in card and "lorenz2023haystack" in card
+    assert card.count("sha256 `") == 2 and "`haystack/annotation_v1.json`" in card
 
 
 def test_missing_images_are_listed_before_anything_is_written(sample, tmp_path):
