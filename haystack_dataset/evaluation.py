@@ -161,11 +161,12 @@ def relation_scores(relations: AnnotatedRelations, rows: np.ndarray, num_predica
         warnings.warn(f"{where}{len(lacking)} annotated images have no output rows (first: "
                       f"{relations.image_keys[lacking[0]]}); their relations score 0 with the worst rank",
                       HaystackInputWarning, stacklevel=2)
+    # pairs with an index past every annotated segment can match nothing; dropping them keeps the keys small
+    base = int(max(relations.subject.max(initial=0), relations.object.max(initial=0))) + 1
+    known &= (rows[:, 1] < base) & (rows[:, 2] < base)
     kept = rows[known]
     codes = row_codes[known]
     subjects, objects = kept[:, 1].astype(np.int64), kept[:, 2].astype(np.int64)
-    base = int(max(subjects.max(initial=0), objects.max(initial=0), relations.subject.max(initial=0),
-                   relations.object.max(initial=0))) + 1
     row_keys = (codes * base + subjects) * base + objects
     order = np.argsort(row_keys, kind="stable")
     sorted_keys = row_keys[order]
@@ -274,6 +275,8 @@ def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: n
     (0.416667, 0.333333, [True, False, False, False])
     """
     _check_rank_mode(rank_mode)
+    if int(min_positives) < 1:
+        raise ConfigError("min_positives", min_positives, ["an integer >= 1"])
     scores = np.asarray(scores, dtype=np.float64)
     predicate = np.asarray(predicate, dtype=np.int64)
     label = np.asarray(label).astype(bool).astype(np.int64)
@@ -323,7 +326,7 @@ def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: n
 
 def _auc_by_group(score: np.ndarray, group: np.ndarray, label: np.ndarray, n: int, positives: np.ndarray,
                   negatives: np.ndarray) -> np.ndarray:
-    """Mann-Whitney ROC-AUC of ``score`` within each group, ties counted 1/2, via mid-ranks of one lexsort."""
+    """Mann-Whitney ROC-AUC of ``score`` within each group, ties counted 1/2, via mid-ranks in (group, score) order."""
     by_score = np.argsort(score)                        # then a stable (radix) sort by group = lexsort, faster
     small = group.astype(np.int16) if n < 2 ** 15 else group
     order = by_score[np.argsort(small[by_score], kind="stable")]
