@@ -16,14 +16,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
 from importlib import resources
 from pathlib import Path
 
 import datasets
 
-from hoi_bench.errors import ConfigError, FormatError, HoiBenchError, MissingFilesError
-from hoi_bench.hub import CardSpec, write_hub_folder
+from hoi_bench.errors import ConfigError, FormatError, MissingFilesError
+from hoi_bench.hub import CardSpec, build_hub_folder
 from hoi_bench.images import embedded_image
 from haystack_dataset.formats import (HAYSTACK_FILE, IMAGE_ROOT, PSG_FILE, SceneGraphAnnotation, image_key,
                                       psg_classes,
@@ -238,25 +237,11 @@ def build(data_dir: str | os.PathLike, out_dir: str | os.PathLike, configs: list
     for name in list(configs) + list(annotation_files or {}):
         if name not in CONFIG_NAMES:
             raise ConfigError("config", name, CONFIG_NAMES)
-    built: dict[str, datasets.DatasetDict] = {}
-    cards: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="hoi-bench-build-") as cache_dir:  # no stale cache, nothing left over
-        for name in configs:
-            overrides = {}
-            if (annotation_files or {}).get(name):
-                overrides["annotation_file"] = annotation_files[name]
-            if image_root:
-                overrides["image_root"] = image_root
-            builder = Haystack(config_name=name, data_dir=str(data_dir), cache_dir=cache_dir, **overrides)
-            logger.info("building config %s from %s", name, data_dir)
-            try:
-                builder.download_and_prepare(num_proc=num_proc)
-            except datasets.exceptions.DatasetGenerationError as error:
-                if isinstance(error.__cause__, HoiBenchError):  # a bad record found while generating rows: say which
-                    raise error.__cause__ from None
-                raise
-            built[name] = builder.as_dataset()
-            cards[name] = config_card(builder, built[name])
-        # every config is complete before the folder is touched
-        return write_hub_folder(out_dir, built, card_spec(), config_cards=cards,
-                                default_config="haystack" if "haystack" in configs else None)
+    overrides: dict[str, dict] = {name: {} for name in configs}
+    for name, annotation_file in (annotation_files or {}).items():
+        if annotation_file:
+            overrides.setdefault(name, {})["annotation_file"] = annotation_file
+    extra = {"image_root": image_root} if image_root else {}
+    return build_hub_folder(Haystack, list(configs), out_dir, card_spec(), data_dir=data_dir, num_proc=num_proc,
+                            config_card=config_card, config_kwargs=overrides,
+                            default_config="haystack" if "haystack" in configs else None, **extra)

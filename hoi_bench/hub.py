@@ -25,7 +25,7 @@ from datasets.table import embed_table_storage
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from hoi_bench.errors import DataError
+from hoi_bench.errors import DataError, HoiBenchError
 
 logger = logging.getLogger(__name__)
 
@@ -199,21 +199,42 @@ def build_hub_folder(
     num_proc: int | None = None,
     config_card: Callable[[datasets.DatasetBuilder, datasets.DatasetDict], str] | None = None,
     default_config: str | None = None,
+    config_kwargs: Mapping[str, Mapping] | None = None,
     **builder_kwargs,
 ) -> Path:
     """Run ``builder_cls`` for each config on ``data_dir`` and write the results into the Hub folder ``out_dir``.
 
-    The builder's Arrow cache lives in a temporary folder that is removed afterwards, so a rebuild never
-    reuses a stale cache and a failed build leaves nothing behind.
+    ``builder_kwargs`` go to every config's builder, ``config_kwargs[name]`` to that config's only. The
+    builder's Arrow cache lives in a temporary folder that is removed afterwards, so a rebuild never reuses a
+    stale cache and a failed build leaves nothing behind. A hoi-bench error raised while generating rows (a bad
+    record, an unreadable image) surfaces as itself rather than wrapped in ``DatasetGenerationError``.
     """
     built: dict[str, datasets.DatasetDict] = {}
     cards: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="hoi-bench-build-") as cache_dir:
         for name in config_names:
-            builder = builder_cls(config_name=name, data_dir=str(data_dir), cache_dir=cache_dir, **builder_kwargs)
+            kwargs = {**builder_kwargs, **(config_kwargs or {}).get(name, {})}
+            builder = builder_cls(config_name=name, data_dir=str(data_dir), cache_dir=cache_dir, **kwargs)
             logger.info("building config %s from %s", name, data_dir)
-            builder.download_and_prepare(num_proc=num_proc)
+            try:
+                builder.download_and_prepare(num_proc=num_proc)
+            except datasets.exceptions.DatasetGenerationError as error:
+                cause = _hoi_bench_cause(error)
+                if cause is None:
+                    raise
+                raise cause from error
             built[name] = builder.as_dataset()
             if config_card is not None:
                 cards[name] = config_card(builder, built[name])
         return write_hub_folder(out_dir, built, card, config_cards=cards, default_config=default_config)
+
+
+def _hoi_bench_cause(error: BaseException) -> HoiBenchError | None:
+    """The hoi-bench error that ``datasets`` wrapped while generating rows, if any."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, HoiBenchError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None

@@ -16,7 +16,7 @@ from pathlib import Path
 import datasets
 
 import hoi_bench
-from hoi_bench.errors import DataError, HoiBenchError
+from hoi_bench.errors import DataError
 from hoi_bench.hub import CardSpec, build_hub_folder
 from hoi_sg_dataset.builder import (
     CITATION,
@@ -53,34 +53,17 @@ def build_hoi_sg(
         configs = buildable_configs(data_dir)
     logger.info("building %s from %s into %s", ", ".join(configs), data_dir, out_dir)
     order = {name: i for i, name in enumerate(CONFIG_NAMES)}
-    try:
-        return build_hub_folder(
-            HoiSgBuilder,
-            sorted(configs, key=order.get),
-            out_dir,
-            card_spec(),
-            data_dir=data_dir,
-            num_proc=num_proc,
-            config_card=config_card,
-            default_config="hico_split1" if "hico_split1" in configs else None,
-            with_images=with_images,
-        )
-    except datasets.exceptions.DatasetGenerationError as error:
-        cause = _hoi_bench_cause(error)
-        if cause is None:
-            raise
-        raise cause from error
-
-
-def _hoi_bench_cause(error: BaseException) -> HoiBenchError | None:
-    """The hoi-bench error (e.g. an unreadable image) that ``datasets`` wrapped while generating rows."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, HoiBenchError):
-            return error
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return None
+    return build_hub_folder(
+        HoiSgBuilder,
+        sorted(configs, key=order.get),
+        out_dir,
+        card_spec(),
+        data_dir=data_dir,
+        num_proc=num_proc,
+        config_card=config_card,
+        default_config="hico_split1" if "hico_split1" in configs else None,
+        with_images=with_images,
+    )
 
 
 def card_spec() -> CardSpec:
