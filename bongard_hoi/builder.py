@@ -36,7 +36,7 @@ IMAGES_CONFIG_NAME = "images"
 CONFIG_NAMES = (CONFIG_NAME, REFS_CONFIG_NAME, IMAGES_CONFIG_NAME)
 QUERY_LABELS = ("positive", "negative")
 
-_CITATION = """\
+CITATION = """\
 @inproceedings{jiang2022bongard,
   title     = {Bongard-HOI: Benchmarking Few-Shot Visual Reasoning for Human-Object Interactions},
   author    = {Jiang, Huaizu and Ma, Xiaojian and Nie, Weili and Yu, Zhiding and Zhu, Yuke and Anandkumar, Anima},
@@ -173,7 +173,7 @@ class BongardHoi(datasets.GeneratorBasedBuilder):
         else:
             features = episode_features(refs=self.config.name == REFS_CONFIG_NAME)
         return datasets.DatasetInfo(description=_DESCRIPTION, features=features, homepage=_HOMEPAGE,
-                                    license=_LICENSE, citation=_CITATION)
+                                    license=_LICENSE, citation=CITATION)
 
     def _split_generators(self, dl_manager):
         if not self.config.data_dir:
@@ -327,7 +327,7 @@ def card_spec() -> CardSpec:
 
     template = resources.files("bongard_hoi").joinpath("card.md").read_text(encoding="utf-8")
     return CardSpec(pretty_name="Bongard-HOI", license="other", task_categories=["image-classification"],
-                    template=template, citation=_CITATION, tags=["few-shot", "human-object-interaction", "bongard"])
+                    template=template, citation=CITATION, tags=["few-shot", "human-object-interaction", "bongard"])
 
 
 def build_hub(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *, crop: bool = True,

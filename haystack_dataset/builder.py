@@ -32,13 +32,16 @@ logger = logging.getLogger(__name__)
 
 _HOMEPAGE = "https://github.com/lorjul/haystack"
 
-CITATION = """\
+HAYSTACK_CITATION = """\
 @inproceedings{lorenz2023haystack,
   title     = {Haystack: A Panoptic Scene Graph Dataset to Evaluate Rare Predicate Classes},
   author    = {Lorenz, Julian and Pest, Florian and Kienzle, Daniel and Ludwig, Katja and Lienhart, Rainer},
   booktitle = {Proceedings of the IEEE/CVF International Conference on Computer Vision Workshops (ICCVW)},
   year      = {2023}
 }
+"""
+
+PSG_CITATION = """\
 @inproceedings{yang2022psg,
   title     = {Panoptic Scene Graph Generation},
   author    = {Yang, Jingkang and Ang, Yi Zhe and Guo, Zujin and Zhou, Kaiyang and Zhang, Wayne and Liu, Ziwei},
@@ -46,6 +49,8 @@ CITATION = """\
   year      = {2022}
 }
 """
+
+CITATION = HAYSTACK_CITATION + PSG_CITATION
 
 MANUAL_DOWNLOAD_INSTRUCTIONS = f"""\
 Nothing is downloaded. Put your local copies under one folder DIR (the names below are the defaults; change them

@@ -25,7 +25,7 @@ from sportshhi import formats
 
 logger = logging.getLogger(__name__)
 
-_CITATION = """\
+CITATION = """\
 @inproceedings{wu2024sportshhi,
   title     = {SportsHHI: A Dataset for Human-Human Interaction Detection in Sports Videos},
   author    = {Wu, Tao and He, Runyu and Wu, Gangshan and Wang, Limin},
@@ -130,7 +130,7 @@ it, unzip frames.zip, and pass the folder holding `annotations/` and `frames/` a
             }),
         })
         return datasets.DatasetInfo(description=_DESCRIPTION, features=features, homepage=_HOMEPAGE,
-                                    license=_LICENSE, citation=_CITATION)
+                                    license=_LICENSE, citation=CITATION)
 
     def _split_generators(self, dl_manager) -> list[datasets.SplitGenerator]:
         root = Path(self.config.data_dir or dl_manager.manual_dir or "")
@@ -313,7 +313,7 @@ def card_spec() -> CardSpec:
     """The dataset card of a SportsHHI Hub folder (template ``card.md``, CC BY-NC 4.0, gated-access note)."""
     template = (resources.files("sportshhi") / "card.md").read_text(encoding="utf-8")
     return CardSpec(pretty_name="SportsHHI", license=_LICENSE, task_categories=["video-classification"],
-                    template=template, citation=_CITATION,
+                    template=template, citation=CITATION,
                     tags=["human-human-interaction", "video", "sports", "hoi-bench"],
                     extra_metadata={"extra_gated_prompt": "The SportsHHI release is gated and licensed "
                                     "CC BY-NC 4.0; accept the conditions of MCG-NJU/SportsHHI to use it."})

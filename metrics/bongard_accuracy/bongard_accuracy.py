@@ -3,6 +3,7 @@
 import datasets
 import evaluate
 
+from bongard_hoi.builder import CITATION as _CITATION
 from bongard_hoi.evaluation import bongard_accuracy, decisions_from_scores
 
 _DESCRIPTION = """\
@@ -36,16 +37,6 @@ Examples:
     >>> scores.compute(predictions=[[2.0, 1.0], [0.3, 0.9]], references=[0, 0], splits=["val_seen_obj_seen_act"] * 2)["accuracy"]
     {'val_seen_obj_seen_act': 0.5}
 """
-
-_CITATION = """\
-@inproceedings{jiang2022bongard,
-  title     = {Bongard-HOI: Benchmarking Few-Shot Visual Reasoning for Human-Object Interactions},
-  author    = {Jiang, Huaizu and Ma, Xiaojian and Nie, Weili and Yu, Zhiding and Zhu, Yuke and Anandkumar, Anima},
-  booktitle = {Proceedings of the IEEE/CVF Conference on Computer Vision and Pattern Recognition (CVPR)},
-  year      = {2022}
-}
-"""
-
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class BongardAccuracy(evaluate.Metric):

@@ -8,16 +8,8 @@ import datasets
 import evaluate
 import numpy as np
 
+from sportshhi.builder import CITATION as _CITATION
 from sportshhi.evaluation import RECALL_KS, hhi_metrics
-
-_CITATION = """\
-@inproceedings{wu2024sportshhi,
-  title     = {SportsHHI: A Dataset for Human-Human Interaction Detection in Sports Videos},
-  author    = {Wu, Tao and He, Runyu and Wu, Gangshan and Wang, Limin},
-  booktitle = {Proceedings of the IEEE/CVF Conference on Computer Vision and Pattern Recognition (CVPR)},
-  year      = {2024}
-}
-"""
 
 _DESCRIPTION = """\
 SportsHHI interaction detection metric: VOC all-point AP per interaction class (mAP over the 28

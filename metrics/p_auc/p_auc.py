@@ -6,16 +6,8 @@ Thin wrapper over ``haystack_dataset.evaluation``; see README.md (the metric car
 import datasets
 import evaluate
 
+from haystack_dataset.builder import HAYSTACK_CITATION as _CITATION
 from haystack_dataset.evaluation import DEFAULT_MIN_POSITIVES, discrimination_from_records
-
-_CITATION = """\
-@inproceedings{lorenz2023haystack,
-  title     = {Haystack: A Panoptic Scene Graph Dataset to Evaluate Rare Predicate Classes},
-  author    = {Lorenz, Julian and Pest, Florian and Kienzle, Daniel and Ludwig, Katja and Lienhart, Rainer},
-  booktitle = {Proceedings of the IEEE/CVF International Conference on Computer Vision Workshops (ICCVW)},
-  year      = {2023}
-}
-"""
 
 _DESCRIPTION = """\
 P-AUC is, for each predicate p, the ROC-AUC of the model's raw score for p over every pair annotated positive

@@ -7,17 +7,9 @@ import datasets
 import evaluate
 import numpy as np
 
+from haystack_dataset.builder import PSG_CITATION as _CITATION
 from haystack_dataset.predictions import RecallPrediction
 from haystack_dataset.recall import IOU_THRESHOLD, RECALL_KS, RecallGroundTruth, sg_recall
-
-_CITATION = """\
-@inproceedings{yang2022psg,
-  title     = {Panoptic Scene Graph Generation},
-  author    = {Yang, Jingkang and Ang, Yi Zhe and Guo, Zujin and Zhou, Kaiyang and Zhang, Wayne and Liu, Ziwei},
-  booktitle = {European Conference on Computer Vision (ECCV)},
-  year      = {2022}
-}
-"""
 
 _DESCRIPTION = """\
 Triplet recall of scene-graph predictions as OpenPSG computes it: R@k (graph constraint: one predicate per pair,
