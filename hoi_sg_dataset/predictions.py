@@ -222,3 +222,84 @@ def prediction_json(predictions: HoiSet, file_names: Sequence[str]) -> list[dict
                                for (s, o, v), p in zip(predictions.hois[h0:h1], predictions.scores[h0:h1])],
         })
     return out
+
+
+def load_sets(references: str | os.PathLike, predictions: str | os.PathLike, dataset: str
+              ) -> tuple[HoiSet, HoiSet, list[ImageRecord]]:
+    """Read a GT file and a prediction file of ``dataset`` and return ``(references, predictions, GT records)``."""
+    from hoi_sg_dataset.formats import read_annotations
+
+    records = read_annotations(references, dataset)
+    entries = read_predictions(predictions, dataset)
+    return reference_set(records), prediction_set(records, entries, source=str(predictions)), records
+
+
+def hoi_map_files(references: str | os.PathLike, predictions: str | os.PathLike, *,
+                  train_references: str | os.PathLike | None = None, **options: Any) -> dict:
+    """``evaluation.hoi_map`` on a HICO-DET(-SG) GT file and a prediction file (``options``: protocol, top_k, ...)."""
+    from hoi_sg_dataset.evaluation import hoi_map
+    from hoi_sg_dataset.formats import read_annotations
+
+    gt, pred, _ = load_sets(references, predictions, "hico")
+    train = None if train_references is None else reference_set(read_annotations(train_references, "hico"))
+    return hoi_map(gt, pred, train_references=train, **options)
+
+
+def vcoco_map_files(references: str | os.PathLike, predictions: str | os.PathLike, **options: Any) -> dict:
+    """``evaluation.vcoco_map`` on a V-COCO(-SG) GT file and a prediction file (``options``: top_k)."""
+    from hoi_sg_dataset.evaluation import vcoco_map
+
+    gt, pred, _ = load_sets(references, predictions, "vcoco")
+    return vcoco_map(gt, pred, **options)
+
+
+def verb_prior_predictions(train: Sequence[ImageRecord], test: Sequence[ImageRecord], *, jitter: float = 2.0,
+                           seed: int = 0) -> list[dict]:
+    """Prediction-file entries of a simple rule, for demos and tests: no detector, no image pixels.
+
+    Every (subject, object) box pair of a test image's GT boxes (moved by up to ``jitter`` pixels) gets every
+    training verb, scored by the verb's training frequency (ignoring the object category, so held-out
+    combinations are reachable) times ``1 / (1 + d)``, ``d`` the centre distance in subject heights. Subjects are
+    the persons; each person also gets every verb seen without object in training (``object_id = -1``, V-COCO).
+
+    >>> from hoi_sg_dataset.formats import BoxAnnotation, HoiAnnotation, ImageRecord
+    >>> r = ImageRecord("HICO_test2015_00000001.jpg", [BoxAnnotation([0, 0, 9, 19], 1), BoxAnnotation([5, 5, 9, 9], 47)],
+    ...                 [HoiAnnotation(0, 1, 37)])
+    >>> entry = verb_prior_predictions([r], [r], jitter=0)[0]
+    >>> [(h["subject_id"], h["object_id"], h["category_id"]) for h in entry["hoi_prediction"]]
+    [(0, 1, 37)]
+    """
+    rng = np.random.default_rng(seed)
+    verb_counts: dict[int, int] = {}
+    with_object: set[int] = set()
+    no_object: set[int] = set()
+    for record in train:
+        for h in record.hoi_annotation:
+            verb_counts[h.category_id] = verb_counts.get(h.category_id, 0) + 1
+            (with_object if h.object_id >= 0 else no_object).add(h.category_id)
+    total = max(sum(verb_counts.values()), 1)
+    prior = {verb: count / total for verb, count in sorted(verb_counts.items())}
+    entries = []
+    for record in test:
+        boxes = record.boxes + rng.uniform(-jitter, jitter, size=record.boxes.shape)
+        boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2])
+        labels = record.box_labels
+        centres = (boxes[:, :2] + boxes[:, 2:]) / 2
+        hois = []
+        for s in np.flatnonzero(labels == 1):
+            height = max(boxes[s, 3] - boxes[s, 1], 1.0)
+            for o in range(len(boxes)):
+                if o == s:
+                    continue
+                closeness = 1.0 / (1.0 + float(np.linalg.norm(centres[o] - centres[s])) / height)
+                hois += [{"subject_id": int(s), "object_id": o, "category_id": verb, "score": p * closeness}
+                         for verb, p in prior.items() if verb in with_object]
+            hois += [{"subject_id": int(s), "object_id": -1, "category_id": verb, "score": prior[verb]}
+                     for verb in sorted(no_object)]
+        entries.append({
+            "file_name": record.file_name,
+            "predictions": [{"bbox": [round(float(v), 2) for v in box], "category_id": int(label)}
+                            for box, label in zip(boxes, labels)],
+            "hoi_prediction": hois,
+        })
+    return entries
