@@ -35,9 +35,9 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-class", action="store_true", help="also print the AP of every class")
 
 
-def _top_k(text: str) -> int | None:
-    if text.lower() == "none":
-        return None
+def _top_k(text: str) -> int | str | None:
+    if text.lower() in ("none", "default"):
+        return None if text.lower() == "none" else "default"
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("top-k must be a positive integer or 'none'")

@@ -292,9 +292,9 @@ def verb_prior_predictions(train: Sequence[ImageRecord], test: Sequence[ImageRec
                 if o == s:
                     continue
                 closeness = 1.0 / (1.0 + float(np.linalg.norm(centres[o] - centres[s])) / height)
-                hois += [{"subject_id": int(s), "object_id": o, "category_id": verb, "score": p * closeness}
+                hois += [{"subject_id": int(s), "object_id": o, "category_id": verb, "score": float(p * closeness)}
                          for verb, p in prior.items() if verb in with_object]
-            hois += [{"subject_id": int(s), "object_id": -1, "category_id": verb, "score": prior[verb]}
+            hois += [{"subject_id": int(s), "object_id": -1, "category_id": verb, "score": float(prior[verb])}
                      for verb in sorted(no_object)]
         entries.append({
             "file_name": record.file_name,
