@@ -105,8 +105,6 @@ def main() -> None:
     print(f"{'evaluate module, HoiSet kwargs':<44} {t_module:8.3f} {t_module / t_array:9.2f}x  of array API (target <= 3x)")
     print(f"{'(records -> HoiSet conversion, once)':<44} {t_convert:8.3f}")
     if args.feature_route:
-        from hoi_sg_dataset.predictions import prediction_json  # noqa: F401  (documents the file route)
-
         def images(hoi_set, scores):
             out = []
             for i in range(hoi_set.num_images):
