@@ -127,7 +127,7 @@ def run_demo(context: DemoContext) -> None:
     from hoi_sg_dataset.samples import sample_plan
     from hoi_sg_dataset.splits import make_split
 
-    base = context.out_dir / "hoi_sg_metrics"
+    base = context.out_dir / BENCHMARK / "metrics"
     plan = sample_plan()
     for dataset, trainval, test, seed in (("hico", plan.hico_trainval, plan.hico_test, 368),
                                           ("vcoco", plan.vcoco_trainval, plan.vcoco_test, 564)):
@@ -136,8 +136,10 @@ def run_demo(context: DemoContext) -> None:
         test_path = write_annotations(base / f"test_{dataset}_sg1.json", split.test, dataset)
         pred_path = write_json_atomic(base / f"predictions_{dataset}_sg1.json",
                                       verb_prior_predictions(split.trainval, split.test))
-        context.say(f"{dataset} split sg1 (seed {seed}): {len(split.test)} test images, "
-                    f"{len(split.test_combinations)} held-out combinations; verb-prior predictions in {pred_path.name}")
+        held_out = len(split.test_combinations)
+        context.say(f"{dataset} split sg1 (seed {seed}): {len(split.test)} test images, {held_out} of "
+                    f"{held_out + len(split.train_combinations)} combinations held out; verb-prior predictions "
+                    f"in {pred_path.name}")
         if dataset == "hico":
             for protocol in ("qpic", "ho-rcnn"):
                 result = hoi_map_files(test_path, pred_path, train_references=train_path, protocol=protocol)
