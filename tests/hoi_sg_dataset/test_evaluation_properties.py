@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hoi_sg_dataset.evaluation import HoiSet, hoi_map, vcoco_map
+from hoi_sg_dataset.evaluation import HoiSet, hoi_map, kept_rows, rank_predictions, vcoco_map
 from hoi_sg_dataset.vocabulary import hico_hoi_classes
 from tests.hoi_sg_dataset import reference_hoi_map as reference
 
@@ -140,3 +140,10 @@ def test_permuting_images_changes_nothing_without_ties(images):
     assert forward["ap_per_triplet"].keys() == backward["ap_per_triplet"].keys()
     for key, value in forward["ap_per_triplet"].items():
         assert value == backward["ap_per_triplet"][key]
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(images=image_lists(), top_k=st.sampled_from([None, 1, 2, 4]))
+def test_kept_rows_is_the_set_rank_predictions_keeps(images, top_k):
+    pred = as_set([p for _, p in images], True)
+    assert kept_rows(pred, top_k).tolist() == sorted(rank_predictions(pred, top_k).tolist())
