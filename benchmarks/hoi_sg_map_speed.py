@@ -1,11 +1,13 @@
 """Speed of the HOI mAP array API against the clean-room loop reference, and of the evaluate-module route.
 
-HICO scale: the largest SG test file (``test_hico_sg1.json``, 8,515 images) as GT and 100 predicted triplets per
-image (the GT HOIs on jittered boxes, plus random pairs and verbs, random scores). Prints seconds and ratios measured
-in this run, and checks that every route gives the same numbers. Targets: array API >= 20x faster than the loop
-reference; evaluate module (fast route: ``HoiSet`` arrays as keyword arguments) <= 3x the array API.
+HICO scale: the largest SG test file (``test_hico_sg1.json``, 8,515 images) as GT and 100 predicted triplets
+per image (the GT HOIs on jittered boxes, plus random pairs and verbs, random scores). Prints seconds and
+ratios measured in this run, and checks that every route gives the same numbers. Targets: array API >= 20x
+faster than the loop reference; evaluate module (fast route: ``HoiSet`` arrays as keyword arguments) <= 3x the
+array API.
 
-    python benchmarks/hoi_sg_map_speed.py [--references test_hico_sg1.json] [--per-image 100] [--feature-route]
+    python benchmarks/hoi_sg_map_speed.py [--references test_hico_sg1.json] [--per-image 100]
+    [--feature-route]
 """
 
 from __future__ import annotations

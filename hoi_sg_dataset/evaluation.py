@@ -2,26 +2,28 @@
 
 Three protocols, each reproducing an upstream evaluator:
 
-* ``hoi_map(..., protocol="qpic")`` — QPIC ``datasets/hico_eval.py``: per image, predictions in descending score
-  order (ties: file order, as Python's stable sort), top-100 cut; a prediction matches the GT HOI of the same verb
-  whose subject and object boxes both have IoU >= 0.5 (+1-pixel IoU, no overlap when ``x1 >= x2``, IoU 0 across
-  categories), the best being the largest min(subject IoU, object IoU) (first GT in file order on ties); it is a TP
-  if that GT was not matched before, else an FP — there is no fallback to a second GT (so of two identical GT HOIs
-  only the first can ever be matched, yet both count as GT, as upstream). Predictions whose predicted-label triplet
-  (subject category, object category, verb) never occurs in the GT are ignored. 11-point AP per GT triplet with
-  ``np.arange(0., 1.1, 0.1)`` thresholds after ``np.argsort(-score)`` (the same call, so ties resolve as upstream
-  does on the same numpy build), means with ``np.mean`` in first-appearance order of the triplets.
+* ``hoi_map(..., protocol="qpic")`` — QPIC ``datasets/hico_eval.py``: per image, predictions in descending
+  score order (ties: file order, as Python's stable sort), top-100 cut; a prediction matches the GT HOI of the
+  same verb whose subject and object boxes both have IoU >= 0.5 (+1-pixel IoU, no overlap when ``x1 >= x2``,
+  IoU 0 across categories), the best being the largest min(subject IoU, object IoU) (first GT in file order on
+  ties); it is a TP if that GT was not matched before, else an FP — there is no fallback to a second GT (so of
+  two identical GT HOIs only the first can ever be matched, yet both count as GT, as upstream). Predictions
+  whose predicted-label triplet (subject category, object category, verb) never occurs in the GT are ignored.
+  11-point AP per GT triplet with ``np.arange(0., 1.1, 0.1)`` thresholds after ``np.argsort(-score)`` (the
+  same call, so ties resolve as upstream does on the same numpy build), means with ``np.mean`` in
+  first-appearance order of the triplets.
 * ``hoi_map(..., protocol="ho-rcnn")`` — the official HICO-DET MATLAB code (``eval_one.m``): the fixed 600 HOI
-  classes, no per-image cap, IoU without categories (``iw = min(x2) - max(x1) + 1 > 0``), every GT pair its own
-  instance, stable sort of all detections of a class, thresholds ``0:0.1:1`` as MATLAB's colon operator builds
-  them, optional known-object mode.
-* ``vcoco_map`` — QPIC ``datasets/vcoco_eval.py``: GT without object (``object == -1``) is matched on the subject
-  alone, no triplet filter, AP per verb, ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24 fixed verbs
-  with absent ones counted as 0.
+  classes, no per-image cap, IoU without categories (``iw = min(x2) - max(x1) + 1 > 0``), every GT pair its
+  own instance, stable sort of all detections of a class, thresholds ``0:0.1:1`` as MATLAB's colon operator
+  builds them, optional known-object mode.
+* ``vcoco_map`` — QPIC ``datasets/vcoco_eval.py``: GT without object (``object == -1``) is matched on the
+  subject alone, no triplet filter, AP per verb, ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24
+  fixed verbs with absent ones counted as 0.
 
-Inputs are :class:`HoiSet` objects: the boxes and HOIs of every image of a test set, concatenated with offsets.
-The matching is done for all images at once (a join of predictions and GT HOIs on (image, verb)), which is what
-makes it fast; ``tests/hoi_sg_dataset/reference_hoi_map.py`` is the loop version it is tested against.
+Inputs are :class:`HoiSet` objects: the boxes and HOIs of every image of a test set, concatenated with
+offsets. The matching is done for all images at once (a join of predictions and GT HOIs on (image, verb)),
+which is what makes it fast; ``tests/hoi_sg_dataset/reference_hoi_map.py`` is the loop version it is tested
+against.
 """
 
 from __future__ import annotations
@@ -44,12 +46,14 @@ IOU_THRESHOLD = 0.5
 QPIC_TOP_K = 100
 RARE_THRESHOLD = 10
 PERSON = 1
-# QPIC vcoco_eval.py ``thesis_map_indices``: the 24 verb roles reported in papers (no stand, walk, run, smile, point).
+# QPIC vcoco_eval.py ``thesis_map_indices``: the 24 verb roles reported in papers
+# (no stand, walk, run, smile, point).
 VCOCO_THESIS_VERBS = (0, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 27, 28)
 
 
 def _matlab_colon(start: float, step: float, stop: float) -> np.ndarray:
-    """``start:step:stop`` as MATLAB builds it: from the start for the first half, from the stop for the second.
+    """``start:step:stop`` as MATLAB builds it: from the start for the first half, from the stop for the
+    second.
 
     >>> [round(float(t), 17) for t in _matlab_colon(0.0, 0.1, 1.0)][5:8]
     [0.5, 0.6, 0.7]
@@ -69,11 +73,13 @@ class HoiSet:
     """Boxes and HOIs of every image of a test set (GT or predictions), concatenated over images.
 
     ``boxes`` (N×4 float64, xyxy pixels) and ``box_labels`` (N, raw COCO category ids) hold the boxes of image
-    ``i`` at rows ``box_offsets[i]:box_offsets[i+1]``; ``hois`` (M×3 int64: subject index, object index or -1 for
-    "no object", verb id) indexes the boxes *of its own image* and lies at rows ``hoi_offsets[i]:hoi_offsets[i+1]``;
-    ``scores`` (M float64) is set for predictions and ``None`` for GT. Build it with :meth:`from_images`.
+    ``i`` at rows ``box_offsets[i]:box_offsets[i+1]``; ``hois`` (M×3 int64: subject index, object index or -1
+    for "no object", verb id) indexes the boxes *of its own image* and lies at rows
+    ``hoi_offsets[i]:hoi_offsets[i+1]``; ``scores`` (M float64) is set for predictions and ``None`` for GT.
+    Build it with :meth:`from_images`.
 
-    >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]], hois=[[[0, 1, 37]]])
+    >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]],
+    ...                         hois=[[[0, 1, 37]]])
     >>> gt.num_images, gt.hois.tolist(), gt.scores is None
     (1, [[0, 1, 37]], True)
     """
@@ -103,7 +109,8 @@ class HoiSet:
         what: str | None = None,
     ) -> HoiSet:
         """Concatenate per-image lists (boxes, box labels, HOI index triples, and scores for predictions)."""
-        if not len(boxes) == len(box_labels) == len(hois) or (scores is not None and len(scores) != len(hois)):
+        lengths_differ = not len(boxes) == len(box_labels) == len(hois)
+        if lengths_differ or (scores is not None and len(scores) != len(hois)):
             raise PredictionError(
                 f"{what or 'HOI set'}: per-image lists differ in length (boxes {len(boxes)}, box_labels "
                 f"{len(box_labels)}, hois {len(hois)}{'' if scores is None else f', scores {len(scores)}'})")
@@ -112,7 +119,8 @@ class HoiSet:
         hoi_arrays = [np.asarray(h, dtype=np.int64).reshape(-1, 3) for h in hois]
         for i, (b, lab) in enumerate(zip(box_arrays, label_arrays)):
             if len(b) != len(lab):
-                raise PredictionError(f"{what or 'HOI set'}: image {i}: {len(b)} boxes but {len(lab)} box labels")
+                raise PredictionError(f"{what or 'HOI set'}: image {i}: {len(b)} boxes but "
+                                      f"{len(lab)} box labels")
         box_offsets = np.concatenate([[0], np.cumsum([len(b) for b in box_arrays])]).astype(np.int64)
         hoi_offsets = np.concatenate([[0], np.cumsum([len(h) for h in hoi_arrays])]).astype(np.int64)
         score_array = None
@@ -120,7 +128,8 @@ class HoiSet:
             score_arrays = [np.asarray(s, dtype=np.float64).reshape(-1) for s in scores]
             for i, (s, h) in enumerate(zip(score_arrays, hoi_arrays)):
                 if len(s) != len(h):
-                    raise PredictionError(f"{what or 'predictions'}: image {i}: {len(h)} HOIs but {len(s)} scores")
+                    raise PredictionError(f"{what or 'predictions'}: image {i}: {len(h)} HOIs but "
+                                          f"{len(s)} scores")
             score_array = np.concatenate(score_arrays) if score_arrays else np.zeros(0)
         return cls(
             boxes=np.concatenate(box_arrays) if box_arrays else np.zeros((0, 4)),
@@ -143,15 +152,15 @@ class HoiSet:
         return self._hoi_images
 
     def hoi_box_rows(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Global box rows of the subject and object of HOI ``rows`` (all by default; object -1 when it has none)."""
+        """Global box rows of the subject and object of HOI ``rows`` (default all; object -1 if none)."""
         images, hois = _take(self.hoi_images(), rows), _take(self.hois, rows)
         start = self.box_offsets[images]
         return start + hois[:, 0], np.where(hois[:, 1] >= 0, start + hois[:, 1], -1)
 
 
 def _take(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """``values[rows]``, without the copy when ``rows`` is None or every row in order (what ``kept_rows`` gives
-    when nothing is cut)."""
+    """``values[rows]``, without a copy when ``rows`` is None or every row in order (what ``kept_rows``
+    gives when nothing is cut)."""
     if rows is None or (len(rows) == len(values) and (len(rows) == 0 or rows[-1] == len(rows) - 1)):
         return values
     return values[rows]
@@ -163,17 +172,19 @@ def _image_of(offsets: np.ndarray, row: int) -> tuple[int, int]:
 
 
 def _check_hoi_set(hoi_set: HoiSet) -> None:
-    """Raise ``PredictionError`` naming the image, HOI, field, expectation and value of the first bad entry."""
+    """Raise ``PredictionError`` naming image, HOI, field, expectation and value of the first bad entry."""
     what = hoi_set.what
     for name in ("box_offsets", "hoi_offsets"):
         offsets = np.asarray(getattr(hoi_set, name))
         if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or np.any(np.diff(offsets) < 0):
-            raise PredictionError(f"{what}: {name} must start at 0 and never decrease (found {offsets[:10].tolist()})")
+            raise PredictionError(f"{what}: {name} must start at 0 and never decrease "
+                                  f"(found {offsets[:10].tolist()})")
     if len(hoi_set.box_offsets) != len(hoi_set.hoi_offsets):
         raise PredictionError(f"{what}: box_offsets and hoi_offsets describe different numbers of images")
     boxes, labels, hois = hoi_set.boxes, hoi_set.box_labels, hoi_set.hois
     if boxes.shape != (hoi_set.box_offsets[-1], 4) or labels.shape != (hoi_set.box_offsets[-1],):
-        raise PredictionError(f"{what}: boxes {boxes.shape} and box_labels {labels.shape} do not match the offsets")
+        raise PredictionError(f"{what}: boxes {boxes.shape} and box_labels {labels.shape} do not match "
+                              "the offsets")
     if hois.shape != (hoi_set.hoi_offsets[-1], 3):
         raise PredictionError(f"{what}: hois {hois.shape} do not match hoi_offsets (expected M×3)")
     bad_box = np.flatnonzero(~np.isfinite(boxes).all(axis=1))
@@ -213,9 +224,10 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
 def pair_iou(gt: np.ndarray, pred: np.ndarray, *, rule: Literal["qpic", "matlab"] = "qpic") -> np.ndarray:
     """Elementwise IoU of ``gt[i]`` and ``pred[i]`` (both n×4 xyxy) with the +1-pixel convention.
 
-    ``rule="qpic"``: no overlap when ``min(x2) - max(x1) <= 0`` (QPIC ``compute_IOU``, so a one-pixel touch is 0);
-    ``rule="matlab"``: no overlap unless ``iw = min(x2) - max(x1) + 1 > 0`` (ho-rcnn ``VOCevaldet_bboxpair.m``).
-    The arithmetic follows the upstream order of operations, so values are bit-identical.
+    ``rule="qpic"``: no overlap when ``min(x2) - max(x1) <= 0`` (QPIC ``compute_IOU``, so a one-pixel touch is
+    0); ``rule="matlab"``: no overlap unless ``iw = min(x2) - max(x1) + 1 > 0`` (ho-rcnn
+    ``VOCevaldet_bboxpair.m``). The arithmetic follows the upstream order of operations, so values are
+    bit-identical.
 
     >>> a = np.array([[0., 0, 10, 10], [0, 0, 10, 10]]); b = np.array([[5., 0, 15, 10], [10, 0, 20, 10]])
     >>> pair_iou(a, b).round(4).tolist(), pair_iou(a, b, rule="matlab").round(4).tolist()
@@ -278,7 +290,8 @@ def kept_rows(predictions: HoiSet, top_k: int | None) -> np.ndarray:
         return np.arange(total)
     crowded = np.flatnonzero(counts > top_k)
     sizes = counts[crowded]
-    rows = np.repeat(predictions.hoi_offsets[crowded] - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
+    first_rows = predictions.hoi_offsets[crowded] - np.cumsum(sizes) + sizes
+    rows = np.repeat(first_rows, sizes) + np.arange(sizes.sum())
     images = np.repeat(crowded, sizes)
     order = rows[np.lexsort((rows, -predictions.scores[rows], images))]
     rank = np.arange(len(order)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
@@ -288,7 +301,7 @@ def kept_rows(predictions: HoiSet, top_k: int | None) -> np.ndarray:
 
 
 def _small_code_table(values: np.ndarray, universe: np.ndarray) -> np.ndarray:
-    """Code of each value in ``universe`` (its position among the sorted distinct universe values), -1 if absent."""
+    """Code of each value in ``universe`` (its rank among the distinct universe values), -1 if absent."""
     distinct = np.unique(universe)
     if len(values) == 0 or len(distinct) == 0:
         return np.full(len(values), -1, dtype=np.int64)
@@ -302,7 +315,7 @@ def _small_code_table(values: np.ndarray, universe: np.ndarray) -> np.ndarray:
 
 
 def _join(gt_keys: np.ndarray, pred_keys: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarray]:
-    """All (prediction position, GT row) pairs with equal keys (keys < ``num_keys``, prediction keys -1: none)."""
+    """All (prediction position, GT row) pairs with equal keys (< ``num_keys``; prediction key -1: none)."""
     gt_order = np.argsort(gt_keys, kind="stable")
     valid = pred_keys >= 0
     if num_keys <= max(1 << 24, 4 * len(pred_keys)):
@@ -328,17 +341,18 @@ def match_predictions(
     iou_rule: Literal["qpic", "matlab"] = "qpic",
     labels: Literal["boxes", "hoi_class"] = "boxes",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy matching of the predicted HOIs ``rows`` to GT HOIs; returns ``(is_tp, best_gt_row)`` per entry of ``rows``.
+    """Greedy matching of the predicted HOIs ``rows`` to GT HOIs: ``(is_tp, best_gt_row)`` per ``rows`` entry.
 
-    Each image's predictions are processed in descending score order, ties in file order, whatever the order of
-    ``rows``. A prediction's best GT is the same-verb GT HOI of its image with the largest min(subject IoU, object
-    IoU) among those with both IoUs >= 0.5 (subject IoU alone for a GT without object); first GT row wins ties. It is
-    a TP when no earlier prediction of the image took that GT (the best GT does not depend on which GT are taken, so
-    the first claimant of each GT is its TP). ``labels="boxes"`` scores IoU 0 between boxes of different categories
-    (QPIC); ``labels="hoi_class"`` ignores box categories but lets a prediction match only GT of its own HOI class,
-    i.e. the same object category (MATLAB, which evaluates class by class). Identical GT HOIs have identical overlaps,
-    so the first always wins: QPIC's ``vis_tag[gt_hois.index(best)]`` needs no special case. ``best_gt_row`` is -1
-    for predictions without any GT candidate.
+    Each image's predictions are processed in descending score order, ties in file order, whatever the order
+    of ``rows``. A prediction's best GT is the same-verb GT HOI of its image with the largest min(subject IoU,
+    object IoU) among those with both IoUs >= 0.5 (subject IoU alone for a GT without object); first GT row
+    wins ties. It is a TP when no earlier prediction of the image took that GT (the best GT does not depend on
+    which GT are taken, so the first claimant of each GT is its TP). ``labels="boxes"`` scores IoU 0 between
+    boxes of different categories (QPIC); ``labels="hoi_class"`` ignores box categories but lets a prediction
+    match only GT of its own HOI class, i.e. the same object category (MATLAB, which evaluates class by
+    class). Identical GT HOIs have identical overlaps, so the first always wins: QPIC's
+    ``vis_tag[gt_hois.index(best)]`` needs no special case. ``best_gt_row`` is -1 for predictions without any
+    GT candidate.
     """
     if references.num_images != predictions.num_images:
         raise PredictionError(f"predictions cover {predictions.num_images} images but references "
@@ -390,7 +404,7 @@ def match_predictions(
 
 
 def _mixed_ties(sorted_scores: np.ndarray, sorted_tp: np.ndarray) -> bool:
-    """Whether some run of equal scores holds both TPs and FPs (only then does the tie order change the AP)."""
+    """Whether some run of equal scores holds both TPs and FPs (only then can the tie order change the AP)."""
     tied = sorted_scores[1:] == sorted_scores[:-1]
     if not tied.any():
         return False
@@ -403,9 +417,9 @@ def _eleven_point_ap(is_tp: np.ndarray, scores: np.ndarray, images: np.ndarray, 
                      thresholds: np.ndarray, stable: bool) -> tuple[float, float]:
     """(11-point AP, max recall) of one class from its counted predictions, given in file order.
 
-    ``stable``: MATLAB's stable sort of the detections (file order on ties). Otherwise QPIC's ``np.argsort(-score)``
-    on the scores in the order QPIC appends them (image, descending score, file order) — rebuilt only when a tie
-    mixes TPs and FPs, since only then can the order of ties change the numbers.
+    ``stable``: MATLAB's stable sort of the detections (file order on ties). Otherwise QPIC's
+    ``np.argsort(-score)`` on the scores in the order QPIC appends them (image, descending score, file order)
+    — rebuilt only when a tie mixes TPs and FPs, since only then can the order of ties change the numbers.
     """
     if len(is_tp) == 0 or num_gt == 0:
         return 0.0, 0.0
@@ -431,7 +445,7 @@ def _eleven_point_ap(is_tp: np.ndarray, scores: np.ndarray, images: np.ndarray, 
 
 @dataclass(frozen=True)
 class _Scored:
-    """The counted predictions of a protocol, grouped by class: per class, file-order positions into the arrays."""
+    """The counted predictions of a protocol by class: per class, file-order positions into the arrays."""
 
     is_tp: np.ndarray
     scores: np.ndarray
@@ -441,8 +455,8 @@ class _Scored:
 
     def ap(self, c: int, num_gt: int, thresholds: np.ndarray, stable: bool) -> tuple[float, float]:
         s = self.segments[c]
-        return _eleven_point_ap(self.is_tp[s], self.scores[s], self.images[s], self.rows[s], num_gt, thresholds,
-                                stable)
+        return _eleven_point_ap(self.is_tp[s], self.scores[s], self.images[s], self.rows[s], num_gt,
+                                thresholds, stable)
 
 
 def _score_by_class(predictions: HoiSet, rows: np.ndarray, is_tp: np.ndarray, class_ids: np.ndarray,
@@ -457,7 +471,7 @@ def _score_by_class(predictions: HoiSet, rows: np.ndarray, is_tp: np.ndarray, cl
 
 
 def _class_table(columns: tuple[np.ndarray, ...], table: np.ndarray) -> np.ndarray:
-    """Index in ``table`` (T×k distinct rows of non-negative ints) of each row given as k columns, -1 if absent."""
+    """Index in ``table`` (T×k distinct rows of non-negative ints) of each row given as k columns, or -1."""
     n = len(columns[0])
     if len(table) == 0 or n == 0:
         return np.full(n, -1, dtype=np.int64)
@@ -478,8 +492,9 @@ def _class_table(columns: tuple[np.ndarray, ...], table: np.ndarray) -> np.ndarr
     return np.where(table_keys[order][position] == row_keys, order[position], -1)
 
 
-def _triplet_columns(hoi_set: HoiSet, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Subject category, object category and verb of HOI ``rows`` (all by default), from the set's box labels."""
+def _triplet_columns(hoi_set: HoiSet, rows: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Subject category, object category and verb of HOI ``rows`` (default all), from the box labels."""
     subject, obj = hoi_set.hoi_box_rows(rows)
     return hoi_set.box_labels[subject], hoi_set.box_labels[obj], _take(hoi_set.hois, rows)[:, 2]
 
@@ -493,12 +508,13 @@ def _require_objects(hoi_set: HoiSet) -> None:
     missing = np.flatnonzero(hoi_set.hois[:, 1] < 0)
     if missing.size:
         image, local = _image_of(hoi_set.hoi_offsets, missing[0])
-        raise PredictionError(f"{hoi_set.what}: image {image}: field 'hois[{local}].object': HICO-DET HOIs need an "
-                              "object (expected a box index, found -1; -1 is V-COCO's 'no object', use vcoco_map)")
+        raise PredictionError(f"{hoi_set.what}: image {image}: field 'hois[{local}].object': HICO-DET HOIs "
+                              "need an object (expected a box index, found -1; -1 is V-COCO's 'no object', "
+                              "use vcoco_map)")
 
 
 def triplet_counts(references: HoiSet) -> dict[tuple[int, int, int], int]:
-    """Number of GT instances of every (subject category, object category, verb) triplet (for rare / non-rare).
+    """Number of GT instances of every (subject category, object category, verb) triplet (rare / non-rare).
 
     >>> train = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]],
     ...                            hois=[[[0, 1, 37], [0, 1, 37]]])
@@ -536,14 +552,15 @@ def hoi_map(
 ) -> dict:
     """HICO-DET(-SG) HOI detection mAP.
 
-    Returns ``{"mAP", "mAP_rare", "mAP_non_rare", "mean_max_recall", "ap_per_triplet", "protocol", "num_classes",
-    "reasons"}``; ``ap_per_triplet`` is keyed ``"<subject category>_<object category>_<verb>"`` in raw ids. Rare
-    classes have fewer than 10 instances in ``train_references``; a mean with no class to average is ``None`` and
-    ``reasons[key]`` says why (on an SG test split no held-out combination occurs in training). ``top_k`` defaults
-    to 100 per image for "qpic" and no cut for "ho-rcnn"; ``known_object`` (ho-rcnn only) scores a class only on
-    images whose GT HOIs include its object category.
+    Returns ``{"mAP", "mAP_rare", "mAP_non_rare", "mean_max_recall", "ap_per_triplet", "protocol",
+    "num_classes", "reasons"}``; ``ap_per_triplet`` is keyed ``"<subject category>_<object category>_<verb>"``
+    in raw ids. Rare classes have fewer than 10 instances in ``train_references``; a mean with no class to
+    average is ``None`` and ``reasons[key]`` says why (on an SG test split no held-out combination occurs in
+    training). ``top_k`` defaults to 100 per image for "qpic" and no cut for "ho-rcnn"; ``known_object``
+    (ho-rcnn only) scores a class only on images whose GT HOIs include its object category.
 
-    >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]], hois=[[[0, 1, 37]]])
+    >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]],
+    ...                         hois=[[[0, 1, 37]]])
     >>> pred = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]],
     ...                           hois=[[[0, 1, 37], [0, 1, 9]]], scores=[[0.9, 0.8]])
     >>> result = hoi_map(gt, pred)
@@ -604,8 +621,8 @@ def _hoi_result(protocol, aps, recalls, rare, non_rare, per_triplet, why_rare, w
     m_rare, why_rare = _mean_or_reason(rare, why_rare)
     m_non_rare, why_non_rare = _mean_or_reason(non_rare, why_non_rare)
     m_recall, _ = _mean_or_reason(recalls, "")
-    reasons = {key: why for key, why in (("mAP", why_map), ("mAP_rare", why_rare), ("mAP_non_rare", why_non_rare))
-               if why is not None}
+    pairs = (("mAP", why_map), ("mAP_rare", why_rare), ("mAP_non_rare", why_non_rare))
+    reasons = {key: why for key, why in pairs if why is not None}
     return {"mAP": m_ap, "mAP_rare": m_rare, "mAP_non_rare": m_non_rare, "mean_max_recall": m_recall,
             "ap_per_triplet": per_triplet, "protocol": protocol, "num_classes": len(aps), "reasons": reasons}
 
@@ -627,7 +644,8 @@ def _ho_rcnn(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train: H
     gt_class = _hoi_class_ids(gt_triplets[:, 2], gt_triplets[:, 1])
     outside = int((gt_class < 0).sum())
     if outside:
-        logger.warning("%d GT HOIs are none of the 600 HICO-DET classes; the ho-rcnn protocol ignores them", outside)
+        logger.warning("%d GT HOIs are none of the 600 HICO-DET classes; the ho-rcnn protocol ignores them",
+                       outside)
     num_gt = np.bincount(gt_class[gt_class >= 0], minlength=len(classes))
     is_tp, _ = match_predictions(references, predictions, rows, iou_rule="matlab", labels="hoi_class")
     _, pred_objects, pred_verbs = _triplet_columns(predictions, rows)
@@ -658,14 +676,15 @@ def _ho_rcnn(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train: H
 def vcoco_map(references: HoiSet, predictions: HoiSet, *, top_k: int | None | str = "default") -> dict:
     """V-COCO(-SG) role mAP as QPIC's ``vcoco_eval.py`` computes it.
 
-    Returns ``{"mAP_all", "mAP_thesis", "mAP_thesis_present", "ap_per_verb", "reasons"}``: ``mAP_all`` averages
-    the verbs that have GT; ``mAP_thesis`` averages the 24 thesis verbs counting a verb without GT as 0, as
-    upstream does; ``mAP_thesis_present`` (ours, not upstream) averages only the thesis verbs that have GT.
-    ``top_k`` defaults to 100 per image.
+    Returns ``{"mAP_all", "mAP_thesis", "mAP_thesis_present", "ap_per_verb", "reasons"}``: ``mAP_all``
+    averages the verbs that have GT; ``mAP_thesis`` averages the 24 thesis verbs counting a verb without GT as
+    0, as upstream does; ``mAP_thesis_present`` (ours, not upstream) averages only the thesis verbs that have
+    GT. ``top_k`` defaults to 100 per image.
 
     >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 37]],
     ...                         hois=[[[0, 1, 0], [0, -1, 1]]])
-    >>> pred = HoiSet.from_images(boxes=[[[0, 0, 9, 9]]], box_labels=[[1]], hois=[[[0, -1, 1]]], scores=[[0.5]])
+    >>> pred = HoiSet.from_images(boxes=[[[0, 0, 9, 9]]], box_labels=[[1]], hois=[[[0, -1, 1]]],
+    ...                           scores=[[0.5]])
     >>> result = vcoco_map(gt, pred)
     >>> result["ap_per_verb"], round(result["mAP_all"], 6), result["mAP_thesis"]
     ({'0': 0.0, '1': 1.0000000000000002}, 0.5, 0.0)

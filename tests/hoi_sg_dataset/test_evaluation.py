@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from hoi_bench.errors import ConfigError, PredictionError
-from hoi_sg_dataset.evaluation import HoiSet, hoi_map, match_predictions, pair_iou, rank_predictions, vcoco_map
+from hoi_sg_dataset.evaluation import (
+    HoiSet,
+    hoi_map,
+    match_predictions,
+    pair_iou,
+    rank_predictions,
+    vcoco_map,
+)
 from hoi_sg_dataset.vocabulary import hico_hoi_classes
 from tests.hoi_sg_dataset import reference_hoi_map as reference
 

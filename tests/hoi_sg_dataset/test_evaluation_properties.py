@@ -1,8 +1,9 @@
 """The vectorized HOI mAP equals the clean-room loop reference on random GT / prediction sets.
 
-Boxes come from a small integer grid and scores from a handful of values, so the examples are full of the cases
-where evaluators disagree: score ties, duplicate GT HOIs, exact-threshold IoUs, one-pixel touches, predictions
-with the wrong category, images without GT boxes or without predictions, triplets absent from the GT.
+Boxes come from a small integer grid and scores from a handful of values, so the examples are full of the
+cases where evaluators disagree: score ties, duplicate GT HOIs, exact-threshold IoUs, one-pixel touches,
+predictions with the wrong category, images without GT boxes or without predictions, triplets absent from the
+GT.
 """
 
 from __future__ import annotations
