@@ -459,10 +459,16 @@ class _Scored:
                                 thresholds, stable)
 
 
-def _score_by_class(predictions: HoiSet, rows: np.ndarray, is_tp: np.ndarray, class_ids: np.ndarray,
-                    num_classes: int) -> _Scored:
+def _score_by_class(references: HoiSet, predictions: HoiSet, rows: np.ndarray, class_ids: np.ndarray,
+                    num_classes: int, **matching) -> _Scored:
+    """Match the predictions ``rows`` that belong to a class (``class_ids >= 0``) and group them by class.
+
+    Only those need matching: a prediction that matches a GT HOI always belongs to the GT's class (same verb,
+    same categories), so the ignored ones can neither be TPs nor take a GT from a counted one.
+    """
     counted = class_ids >= 0
-    rows, is_tp, class_ids = rows[counted], is_tp[counted], class_ids[counted]
+    rows, class_ids = rows[counted], class_ids[counted]
+    is_tp, _ = match_predictions(references, predictions, rows, **matching)
     sortable = class_ids.astype(np.int16) if num_classes < 1 << 15 else class_ids
     order = np.argsort(sortable, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(class_ids, minlength=num_classes))])
@@ -592,9 +598,8 @@ def _qpic_hico(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train:
         num_gt = np.bincount(rank_of[inverse.reshape(-1)], minlength=len(unique))
     else:
         gt_triplets, num_gt = np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    is_tp, _ = match_predictions(references, predictions, rows)
     class_ids = _class_table(_triplet_columns(predictions, rows), gt_triplets)
-    scored = _score_by_class(predictions, rows, is_tp, class_ids, len(gt_triplets))
+    scored = _score_by_class(references, predictions, rows, class_ids, len(gt_triplets))
 
     counts = triplet_counts(train) if train is not None else None
     aps, recalls, rare, non_rare, per_triplet = [], [], [], [], {}
@@ -647,14 +652,14 @@ def _ho_rcnn(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train: H
         logger.warning("%d GT HOIs are none of the 600 HICO-DET classes; the ho-rcnn protocol ignores them",
                        outside)
     num_gt = np.bincount(gt_class[gt_class >= 0], minlength=len(classes))
-    is_tp, _ = match_predictions(references, predictions, rows, iou_rule="matlab", labels="hoi_class")
     _, pred_objects, pred_verbs = _triplet_columns(predictions, rows)
     class_ids = _hoi_class_ids(pred_verbs, pred_objects)
     if known_object:
         gt_objects = np.unique(np.column_stack([references.hoi_images(), gt_triplets[:, 1]]), axis=0)
         known = _class_table((predictions.hoi_images()[rows], pred_objects), gt_objects) >= 0
         class_ids = np.where(known, class_ids, -1)
-    scored = _score_by_class(predictions, rows, is_tp, class_ids, len(classes))
+    scored = _score_by_class(references, predictions, rows, class_ids, len(classes), iou_rule="matlab",
+                             labels="hoi_class")
     counts = None
     if train is not None:
         _require_objects(train)
@@ -690,11 +695,10 @@ def vcoco_map(references: HoiSet, predictions: HoiSet, *, top_k: int | None | st
     ({'0': 0.0, '1': 1.0000000000000002}, 0.5, 0.0)
     """
     rows = kept_rows(predictions, _resolve_top_k(top_k, "qpic"))
-    is_tp, _ = match_predictions(references, predictions, rows)
     num_gt = np.bincount(references.hois[:, 2])
     present = np.flatnonzero(num_gt)
     class_ids = _small_code_table(predictions.hois[rows, 2], present)
-    scored = _score_by_class(predictions, rows, is_tp, class_ids, len(present))
+    scored = _score_by_class(references, predictions, rows, class_ids, len(present))
     ap_per_verb: dict[int, float] = {}
     for c, verb in enumerate(present):
         ap_per_verb[int(verb)], _ = scored.ap(c, int(num_gt[verb]), ELEVEN_POINTS, stable=False)
