@@ -242,6 +242,14 @@ class PredicateDiscrimination:
             out[name] = float(values.mean()) if len(values) else float("nan")
         return out
 
+    def single_metric(self, metric: str, predicate_names: list[str] | None = None) -> dict:
+        """One metric's report as the ``p_auc`` / ``pdd`` / ``pdo`` modules return it (NaN as ``None``)."""
+        names = predicate_names or [str(i) for i in range(len(self.p_auc))]
+        values = getattr(self, metric)
+        per_predicate = {names[p]: _json_float(values[p]) for p in np.flatnonzero(self.reported)}
+        return {metric: _json_float(self.mean()[metric]), "per_predicate": per_predicate,
+                "rank_mode": self.rank_mode, "min_positives": self.min_positives}
+
     def to_dict(self, predicate_names: list[str] | None = None) -> dict:
         """The report written by ``hoi-bench evaluate haystack``: NaN becomes ``None`` so the dict is valid JSON."""
         names = predicate_names or [str(i) for i in range(len(self.p_auc))]

@@ -62,9 +62,4 @@ class PAuc(evaluate.Metric):
         result = discrimination_from_records(predictions, references, scores=scores, predicates=predicates,
                                              labels=labels, present=present, rank_mode=rank_mode,
                                              min_positives=min_positives)
-        names = predicate_names or [str(p) for p in range(len(result.p_auc))]
-        per_predicate = {names[p]: (None if result.p_auc[p] != result.p_auc[p] else float(result.p_auc[p]))
-                         for p in result.reported.nonzero()[0]}
-        mean = result.mean()["p_auc"]
-        return {"p_auc": None if mean != mean else mean, "per_predicate": per_predicate, "rank_mode": rank_mode,
-                "min_positives": min_positives}
+        return result.single_metric("p_auc", predicate_names)

@@ -62,9 +62,4 @@ class Pdd(evaluate.Metric):
         result = discrimination_from_records(predictions, references, scores=scores, predicates=predicates,
                                              labels=labels, present=present, rank_mode=rank_mode,
                                              min_positives=min_positives)
-        names = predicate_names or [str(p) for p in range(len(result.pdd))]
-        per_predicate = {names[p]: (None if result.pdd[p] != result.pdd[p] else float(result.pdd[p]))
-                         for p in result.reported.nonzero()[0]}
-        mean = result.mean()["pdd"]
-        return {"pdd": None if mean != mean else mean, "per_predicate": per_predicate, "rank_mode": rank_mode,
-                "min_positives": min_positives}
+        return result.single_metric("pdd", predicate_names)

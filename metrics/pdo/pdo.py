@@ -62,9 +62,4 @@ class Pdo(evaluate.Metric):
         result = discrimination_from_records(predictions, references, scores=scores, predicates=predicates,
                                              labels=labels, present=present, rank_mode=rank_mode,
                                              min_positives=min_positives)
-        names = predicate_names or [str(p) for p in range(len(result.pdo))]
-        per_predicate = {names[p]: (None if result.pdo[p] != result.pdo[p] else float(result.pdo[p]))
-                         for p in result.reported.nonzero()[0]}
-        mean = result.mean()["pdo"]
-        return {"pdo": None if mean != mean else mean, "per_predicate": per_predicate, "rank_mode": rank_mode,
-                "min_positives": min_positives}
+        return result.single_metric("pdo", predicate_names)
