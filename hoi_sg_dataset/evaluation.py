@@ -102,6 +102,17 @@ class HoiSet:
         return len(self.box_offsets) - 1
 
     @classmethod
+    def from_feature_rows(cls, images: Sequence[dict], what: str, *, with_scores: bool) -> HoiSet:
+        """A set from the metric modules' per-image rows ``{"boxes", "box_labels", "hois"[, "scores"]}``."""
+        return cls.from_images(
+            boxes=[image["boxes"] for image in images],
+            box_labels=[image["box_labels"] for image in images],
+            hois=[image["hois"] for image in images],
+            scores=[image["scores"] for image in images] if with_scores else None,
+            what=what,
+        )
+
+    @classmethod
     def from_images(
         cls,
         boxes: Sequence,
@@ -767,3 +778,21 @@ def vcoco_map(references: HoiSet, predictions: HoiSet, *, top_k: int | None | st
         "ap_per_verb": {str(v): ap for v, ap in ap_per_verb.items()},
         "reasons": reasons,
     }
+
+
+def check_fast_route(
+    predictions: Sequence, references: Sequence, prediction_set: HoiSet | None, reference_set: HoiSet | None
+) -> tuple[HoiSet, HoiSet]:
+    """Validate the metric modules' array route: both sets given, row ids ``0..num_images-1`` on each side.
+
+    ``evaluate`` still needs one (id) row per image to accumulate; the sets skip its Arrow round trip.
+    """
+    if prediction_set is None or reference_set is None:
+        raise ValueError("give both prediction_set and reference_set, or neither")
+    expected = list(range(reference_set.num_images))
+    if list(predictions) != expected or list(references) != expected:
+        raise ValueError(
+            "with prediction_set/reference_set, pass predictions = references = "
+            f"list(range({reference_set.num_images})) (one row per image, in order)"
+        )
+    return prediction_set, reference_set

@@ -5,7 +5,7 @@ import datasets
 import evaluate
 import numpy as np
 
-from hoi_sg_dataset.evaluation import HoiSet, hoi_map
+from hoi_sg_dataset.evaluation import HoiSet, check_fast_route, hoi_map
 
 _CITATION = """\
 @inproceedings{tamura2021qpic,
@@ -65,28 +65,6 @@ _IMAGE = {
 }
 
 
-def _as_set(images, what, with_scores):
-    return HoiSet.from_images(
-        boxes=[image["boxes"] for image in images],
-        box_labels=[image["box_labels"] for image in images],
-        hois=[image["hois"] for image in images],
-        scores=[image["scores"] for image in images] if with_scores else None,
-        what=what,
-    )
-
-
-def _checked_fast_route(predictions, references, prediction_set, reference_set):
-    if prediction_set is None or reference_set is None:
-        raise ValueError("give both prediction_set and reference_set, or neither")
-    expected = list(range(reference_set.num_images))
-    if list(predictions) != expected or list(references) != expected:
-        raise ValueError(
-            "with prediction_set/reference_set, pass predictions = references = "
-            f"list(range({reference_set.num_images})) (one row per image, in order)"
-        )
-    return prediction_set, reference_set
-
-
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class HoiMap(evaluate.Metric):
     """HICO-DET(-SG) HOI detection mAP."""
@@ -126,15 +104,16 @@ class HoiMap(evaluate.Metric):
         reference_set=None,
     ):
         if prediction_set is not None or reference_set is not None:
-            pred, ref = _checked_fast_route(predictions, references, prediction_set, reference_set)
+            pred, ref = check_fast_route(predictions, references, prediction_set, reference_set)
         else:
-            pred, ref = _as_set(predictions, "predictions", True), _as_set(references, "references", False)
+            pred = HoiSet.from_feature_rows(predictions, "predictions", with_scores=True)
+            ref = HoiSet.from_feature_rows(references, "references", with_scores=False)
         train = None
         if train_references is not None:
             train = (
                 train_references
                 if isinstance(train_references, HoiSet)
-                else _as_set(train_references, "train_references", False)
+                else HoiSet.from_feature_rows(train_references, "train_references", with_scores=False)
             )
         result = hoi_map(
             ref, pred, protocol=protocol, train_references=train, top_k=top_k, known_object=known_object

@@ -5,7 +5,7 @@ import datasets
 import evaluate
 import numpy as np
 
-from hoi_sg_dataset.evaluation import HoiSet, vcoco_map
+from hoi_sg_dataset.evaluation import HoiSet, check_fast_route, vcoco_map
 
 _CITATION = """\
 @inproceedings{tamura2021qpic,
@@ -63,28 +63,6 @@ _IMAGE = {
 }
 
 
-def _as_set(images, what, with_scores):
-    return HoiSet.from_images(
-        boxes=[image["boxes"] for image in images],
-        box_labels=[image["box_labels"] for image in images],
-        hois=[image["hois"] for image in images],
-        scores=[image["scores"] for image in images] if with_scores else None,
-        what=what,
-    )
-
-
-def _checked_fast_route(predictions, references, prediction_set, reference_set):
-    if prediction_set is None or reference_set is None:
-        raise ValueError("give both prediction_set and reference_set, or neither")
-    expected = list(range(reference_set.num_images))
-    if list(predictions) != expected or list(references) != expected:
-        raise ValueError(
-            "with prediction_set/reference_set, pass predictions = references = "
-            f"list(range({reference_set.num_images})) (one row per image, in order)"
-        )
-    return prediction_set, reference_set
-
-
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class VcocoMap(evaluate.Metric):
     """V-COCO(-SG) role mAP (QPIC vcoco_eval.py)."""
@@ -114,8 +92,9 @@ class VcocoMap(evaluate.Metric):
 
     def _compute(self, predictions, references, top_k="default", prediction_set=None, reference_set=None):
         if prediction_set is not None or reference_set is not None:
-            pred, ref = _checked_fast_route(predictions, references, prediction_set, reference_set)
+            pred, ref = check_fast_route(predictions, references, prediction_set, reference_set)
         else:
-            pred, ref = _as_set(predictions, "predictions", True), _as_set(references, "references", False)
+            pred = HoiSet.from_feature_rows(predictions, "predictions", with_scores=True)
+            ref = HoiSet.from_feature_rows(references, "references", with_scores=False)
         result = vcoco_map(ref, pred, top_k=top_k)
         return {key: float(v) if isinstance(v, np.floating) else v for key, v in result.items()}
