@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hoi_bench.files import write_json_atomic
 from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry
 
 BENCHMARK = "bongard_hoi"
@@ -73,22 +74,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     result = evaluate_prediction_file(args.predictions, args.references)
     print(format_table(["split", "accuracy", "episode accuracy (not official)"], summary_rows(result)))
     if args.output:
-        _write_json(args.output, result)
+        write_json_atomic(args.output, result)
         print(f"\nwrote {args.output}")
     return 0
-
-
-def _write_json(path: Path, data) -> None:
-    """Write ``data`` as JSON; the file appears only when complete."""
-    import json
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        json.dump(data, stream, indent=2)
-    os.replace(temp, path)
 
 
 def _configure_stats(parser: argparse.ArgumentParser) -> None:
@@ -138,8 +126,13 @@ def _configure_episodes(parser: argparse.ArgumentParser) -> None:
 
 def _run_episodes(args: argparse.Namespace) -> int:
     from bongard_hoi.builder import build_hub
-    from bongard_hoi.episodes import (TrainingVocabulary, group_by_split, instances_from_annotations,
-                                      sample_episodes, write_episode_set)
+    from bongard_hoi.episodes import (
+        TrainingVocabulary,
+        group_by_split,
+        instances_from_annotations,
+        sample_episodes,
+        write_episode_set,
+    )
     from hoi_bench.errors import ConfigError
     from hoi_bench.report import format_table
     from hoi_sg_dataset.formats import read_annotations
@@ -241,7 +234,7 @@ def _demo_rule(context: DemoContext) -> None:
         rows = load_dataset(str(hub), "episodes", split=split, cache_dir=str(base / "cache"))
         records += predict_split(rows, split)
     predictions = base / "colour_rule_predictions.json"
-    _write_json(predictions, records)
+    write_json_atomic(predictions, records)
     result = evaluate_prediction_file(predictions, hub)
     context.say("colour-histogram nearest-prototype rule (no training), scored by hoi-bench evaluate bongard:")
     for split in TEST_SPLITS:

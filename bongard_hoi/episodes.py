@@ -27,7 +27,14 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from bongard_hoi.formats import SHOTS, Episode, EpisodeImage, episode_file_name, split_name, write_episode_file
+from bongard_hoi.formats import (
+    SHOTS,
+    Episode,
+    EpisodeImage,
+    episode_file_name,
+    split_name,
+    write_episode_file,
+)
 from hoi_bench.errors import ConfigError, DataError
 
 logger = logging.getLogger(__name__)

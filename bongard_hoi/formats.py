@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hoi_bench.errors import ConfigError, FormatError
+from hoi_bench.files import read_json, write_text_atomic
 
 SHOTS = 6
 SIDE_SIZE = SHOTS + 1
@@ -229,11 +229,7 @@ def _parse_image(image: Any, file: str, record: int, where: str) -> EpisodeImage
 def read_episode_file(path: str | os.PathLike) -> list[Episode]:
     """Parse and validate one official episode file."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise FormatError(str(path), f"not valid JSON: {error}") from error
-    return parse_episodes(data, path)
+    return parse_episodes(read_json(path, what="episode file"), path)
 
 
 def dumps_episodes(episodes: Sequence[Episode]) -> str:
@@ -245,13 +241,4 @@ def write_episode_file(path: str | os.PathLike, episodes: Iterable[Episode]) -> 
     """Write ``episodes`` in the official format; the file appears only once completely written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps_episodes(list(episodes))
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomic(path, dumps_episodes(list(episodes)))

@@ -8,7 +8,6 @@ For every split that appears, every episode must have both queries, exactly once
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,14 +17,12 @@ import numpy as np
 from bongard_hoi.evaluation import SIDES, bongard_accuracy, decisions_from_scores
 from bongard_hoi.formats import SPLITS, read_episode_file, split_of_file
 from hoi_bench.errors import ConfigError, FormatError, MissingFilesError, PredictionError
+from hoi_bench.files import read_json
 
 
 def read_prediction_file(path: str | os.PathLike) -> list:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise FormatError(str(path), f"not valid JSON: {error}") from error
+    data = read_json(path, what="prediction file")
     if not isinstance(data, list):
         raise FormatError(str(path), "a prediction file is a JSON list of query predictions", expected="list",
                           found=type(data).__name__)

@@ -21,12 +21,20 @@ from pathlib import Path
 
 import datasets
 
+from haystack_dataset.formats import (
+    HAYSTACK_FILE,
+    IMAGE_ROOT,
+    PSG_FILE,
+    SceneGraphAnnotation,
+    image_key,
+    psg_classes,
+    read_annotation,
+    read_panoptic,
+    segment_masks,
+)
 from hoi_bench.errors import ConfigError, FormatError, MissingFilesError
 from hoi_bench.hub import CardSpec, build_hub_folder
 from hoi_bench.images import embedded_image
-from haystack_dataset.formats import (HAYSTACK_FILE, IMAGE_ROOT, PSG_FILE, SceneGraphAnnotation, image_key,
-                                      psg_classes,
-                                      read_annotation, read_panoptic, segment_masks)
 
 logger = logging.getLogger(__name__)
 

@@ -115,8 +115,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     import warnings
 
     from haystack_dataset.evaluation import HaystackInputWarning, haystack_scores
-    from haystack_dataset.formats import read_annotation, write_json
+    from haystack_dataset.formats import read_annotation
     from haystack_dataset.predictions import read_haystack_npy
+    from hoi_bench.files import write_json_atomic
 
     annotation = read_annotation(args.annotations, require_negatives=True)
     rows = read_haystack_npy(args.predictions)
@@ -126,7 +127,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
                                  file=str(args.predictions))
     print(haystack_table(report))
     if args.output:
-        write_json(args.output, report)
+        write_json_atomic(args.output, report)
         print(f"\nwrote {args.output}")
     return 0
 
@@ -152,15 +153,16 @@ def _configure_recall(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_recall(args: argparse.Namespace) -> int:
-    from haystack_dataset.formats import read_annotation, write_json
+    from haystack_dataset.formats import read_annotation
     from haystack_dataset.predictions import read_recall_predictions
     from haystack_dataset.recall import psg_recall
+    from hoi_bench.files import write_json_atomic
 
     annotation = read_annotation(args.annotations)
     result = psg_recall(annotation, read_recall_predictions(args.predictions))
     print(format_table(["metric", "value"], [[k, v] for k, v in result.items()]))
     if args.output:
-        write_json(args.output, result)
+        write_json_atomic(args.output, result)
         print(f"\nwrote {args.output}")
     return 0
 
@@ -174,8 +176,8 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    from hoi_bench.errors import FormatError
     from haystack_dataset.plots import plot_predicate_metrics
+    from hoi_bench.errors import FormatError
 
     try:
         report = json.loads(args.metrics.read_text(encoding="utf-8"))
@@ -225,12 +227,17 @@ def demo_score(context: DemoContext) -> None:
     from datasets import load_dataset
 
     from haystack_dataset.evaluation import HaystackInputWarning, haystack_scores
-    from haystack_dataset.formats import psg_classes, read_annotation, write_json
+    from haystack_dataset.formats import psg_classes, read_annotation
     from haystack_dataset.frequency_prior import FrequencyPrior
     from haystack_dataset.plots import plot_predicate_metrics
-    from haystack_dataset.predictions import (read_haystack_npy, read_recall_predictions, write_haystack_npy,
-                                              write_recall_predictions)
+    from haystack_dataset.predictions import (
+        read_haystack_npy,
+        read_recall_predictions,
+        write_haystack_npy,
+        write_recall_predictions,
+    )
     from haystack_dataset.recall import psg_recall
+    from hoi_bench.files import write_json_atomic
 
     base = context.out_dir / BENCHMARK
     if not (_hub_folder(context) / "README.md").is_file():
@@ -253,7 +260,7 @@ def demo_score(context: DemoContext) -> None:
         warnings.simplefilter("ignore", HaystackInputWarning)  # listed at the end of the table below
         report = haystack_scores(read_annotation(base / "native" / "haystack" / "annotation_v1.json"),
                                  read_haystack_npy(npy), file=str(npy))
-    metrics = write_json(base / "frequency_prior_haystack_metrics.json", report)
+    metrics = write_json_atomic(base / "frequency_prior_haystack_metrics.json", report)
     chart = plot_predicate_metrics(report, base / "frequency_prior_haystack_metrics.png")
     for line in haystack_table(report).splitlines():
         context.say(line)

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hoi_bench.errors import ConfigError, PredictionError
 from haystack_dataset.formats import NO_PREDICATE, SceneGraphAnnotation, image_key
+from hoi_bench.errors import ConfigError, PredictionError
 
 RANK_MODES = ("paper", "official")
 DEFAULT_MIN_POSITIVES = 4

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -26,6 +25,7 @@ import numpy as np
 from PIL import Image
 
 from hoi_bench.errors import FormatError
+from hoi_bench.files import read_json, write_json_atomic
 
 NO_PREDICATE = -1
 """Predicate index Haystack allows in ``relations``/``neg_relations``; skipped by the metrics."""
@@ -130,13 +130,7 @@ def read_annotation(path: str | os.PathLike, *, require_negatives: bool | None =
     (its position in ``data``) and the field.
     """
     path = Path(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            raw = json.load(handle)
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError) as error:
-        raise FormatError(str(path), f"not a readable JSON file: {error}") from error
+    raw = read_json(path, what="annotation file")
     return parse_annotation(raw, source=str(path), require_negatives=require_negatives)
 
 
@@ -287,22 +281,7 @@ def annotation_to_json(annotation: SceneGraphAnnotation) -> dict:
 
 def write_annotation(path: str | os.PathLike, annotation: SceneGraphAnnotation) -> Path:
     """Write ``annotation`` as native JSON; the file appears only once completely written."""
-    return write_json(path, annotation_to_json(annotation))
-
-
-def write_json(path: str | os.PathLike, obj: Any) -> Path:
-    """Write ``obj`` as JSON through a temporary sibling file swapped in on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(obj, out)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_json_atomic(path, annotation_to_json(annotation))
 
 
 # ----------------------------------------------------------------------------------------------- panoptic PNGs

@@ -21,7 +21,6 @@ are used.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -30,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from haystack_dataset.formats import image_key
 from hoi_bench.errors import FormatError, PredictionError
-from haystack_dataset.formats import image_key, write_json
+from hoi_bench.files import read_json, write_json_atomic
 
 
 def read_haystack_npy(path: str | os.PathLike) -> np.ndarray:
@@ -126,19 +126,13 @@ def parse_recall_predictions(raw: Any, *, file: str | None = None) -> list[Recal
 def read_recall_predictions(path: str | os.PathLike) -> list[RecallPrediction]:
     """Read a recall JSON file (see the module docstring)."""
     path = Path(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            raw = json.load(handle)
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError) as error:
-        raise FormatError(str(path), f"not a readable JSON file: {error}") from error
+    raw = read_json(path, what="prediction file")
     return parse_recall_predictions(raw, file=str(path))
 
 
 def write_recall_predictions(path: str | os.PathLike, predictions: list[RecallPrediction]) -> Path:
     """Write a recall JSON file atomically."""
-    return write_json(path, [p.to_json() for p in predictions])
+    return write_json_atomic(path, [p.to_json() for p in predictions])
 
 
 def _array(value: Any, dtype, shape: tuple[int, ...], file: str | None, index: int, name: str) -> np.ndarray:

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hoi_bench.boxes import iou_matrix
-from hoi_bench.errors import PredictionError
 from haystack_dataset.formats import SceneGraphAnnotation, image_key
 from haystack_dataset.predictions import RecallPrediction
+from hoi_bench.boxes import iou_matrix
+from hoi_bench.errors import PredictionError
 
 RECALL_KS = (20, 50, 100)
 IOU_THRESHOLD = 0.5

@@ -24,9 +24,16 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from haystack_dataset.formats import (
+    HAYSTACK_FILE,
+    IMAGE_ROOT,
+    NO_PREDICATE,
+    PSG_FILE,
+    id_to_rgb,
+    psg_classes,
+)
+from hoi_bench.files import write_json_atomic
 from hoi_bench.hub import staged_replace
-from haystack_dataset.formats import (HAYSTACK_FILE, IMAGE_ROOT, NO_PREDICATE, PSG_FILE, id_to_rgb, psg_classes,
-                                      write_json)
 
 WIDTH, HEIGHT = 48, 32
 NUM_TRAIN, NUM_TEST = 24, 8
@@ -108,8 +115,8 @@ def write_sample(root: str | os.PathLike, seed: int = 0) -> SampleLayout:
                "data": psg_records, "test_image_ids": test_ids}
         haystack = {**{k: classes[k] for k in ("thing_classes", "stuff_classes", "predicate_classes")},
                     "data": haystack_records}
-        write_json(stage / PSG_FILE, psg)
-        write_json(stage / HAYSTACK_FILE, haystack)
+        write_json_atomic(stage / PSG_FILE, psg)
+        write_json_atomic(stage / HAYSTACK_FILE, haystack)
     return SampleLayout(root, root / PSG_FILE, root / HAYSTACK_FILE, root / IMAGE_ROOT, tuple(test_ids))
 
 

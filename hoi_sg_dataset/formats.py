@@ -46,12 +46,10 @@ list of x.jpg (expected 0 <= subject_id < 0, found 0)
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +57,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hoi_bench.errors import FormatError, MissingFilesError
+from hoi_bench.errors import FormatError
+from hoi_bench.files import read_json, write_json_atomic
 from hoi_sg_dataset.vocabulary import coco_objects, hico_hoi_lookup, hico_verbs, vcoco_verbs
 
 logger = logging.getLogger(__name__)
@@ -164,30 +163,10 @@ def read_annotations(
     this format that use other vocabularies.
     """
     path = Path(path)
-    data = load_json(path)
+    data = read_json(path, what="annotation file")
     if dataset is None:
         dataset = _detect_from_data(data, str(path))
     return parse_annotations(data, dataset, source=str(path), validate=validate)
-
-
-def load_json(path: str | os.PathLike) -> Any:
-    """Decoded JSON of ``path``; a missing file or malformed JSON raises a hoi-bench error naming it."""
-    path = Path(path)
-    if not path.is_file():
-        raise MissingFilesError(str(path.parent), [path.name], what="annotation file")
-    try:
-        with open(path, "rb") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as error:
-        raise FormatError(
-            str(path),
-            "malformed JSON",
-            field=f"line {error.lineno} column {error.colno}",
-            expected="valid JSON",
-            found=error.msg,
-        ) from error
-    except UnicodeDecodeError as error:
-        raise FormatError(str(path), "not UTF-8 text", expected="UTF-8 JSON", found=str(error)) from error
 
 
 def _detect_from_data(data: Any, source: str) -> Dataset:
@@ -466,21 +445,6 @@ def write_annotations(
         dataset = (detect_dataset(records[0].file_name) if records else None) or "hico"
     payload = [record_to_json(r, dataset) for r in records]
     return write_json_atomic(path, payload)
-
-
-def write_json_atomic(path: str | os.PathLike, payload: Any) -> Path:
-    """``json.dump`` into a temporary sibling, then rename over ``path``: readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(payload, out)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def iter_combinations(records: Iterable[ImageRecord]) -> Iterable[tuple[int, int]]:

@@ -14,8 +14,6 @@ does not have, or two entries for one image, raise ``PredictionError``.
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -25,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from hoi_bench.errors import FormatError, MissingFilesError, PredictionError
+from hoi_bench.errors import FormatError, PredictionError
+from hoi_bench.files import read_json
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.formats import DATASETS, ImageRecord, detect_dataset
 from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
@@ -42,27 +41,6 @@ class ImagePredictions:
     scores: np.ndarray
 
 
-def _load(path: Path) -> Any:
-    if not path.is_file():
-        raise MissingFilesError(str(path.parent), [path.name], what="prediction file")
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as error:
-        raise FormatError(
-            str(path),
-            "malformed JSON",
-            field=f"line {error.lineno} column {error.colno}",
-            expected="valid JSON",
-            found=error.msg,
-        ) from error
-    except (OSError, EOFError, UnicodeDecodeError) as error:
-        raise FormatError(
-            str(path), "unreadable prediction file", expected="UTF-8 JSON, optionally gzip", found=str(error)
-        ) from error
-
-
 def read_predictions(path: str | os.PathLike, dataset: str | None = None) -> list[ImagePredictions]:
     """Read and validate a PPDM/QPIC prediction file (``.json`` or ``.json.gz``).
 
@@ -70,7 +48,7 @@ def read_predictions(path: str | os.PathLike, dataset: str | None = None) -> lis
     first file name.
     """
     path = Path(path)
-    return parse_predictions(_load(path), dataset, source=str(path))
+    return parse_predictions(read_json(path, what="prediction file"), dataset, source=str(path))
 
 
 def parse_predictions(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from hoi_bench.errors import DataError
+from hoi_bench.files import write_bytes_atomic, write_json_atomic
 from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry
 from hoi_bench.report import format_table
 
@@ -107,7 +107,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     print()
     print(format_table(["label id", "name", "AP"], per_class))
     if args.output is not None:
-        formats.write_text_atomic(args.output, json.dumps(result, indent=2) + "\n")
+        write_json_atomic(args.output, result, indent=2)
         print(f"\nwrote {args.output}")
     return 0
 
@@ -170,7 +170,7 @@ def render_keyframe(data_dir: Path, keyframe: str, out: Path, *, predictions_csv
     image = draw_keyframe(load_rgb(frame), boxes, interactions, drawn)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    formats.write_bytes_atomic(out, encode_png(image))
+    write_bytes_atomic(out, encode_png(image))
     return out
 
 
@@ -229,7 +229,7 @@ def demo_score(context: DemoContext) -> None:
     official = score_tables(validation, formats.read_prediction_csv(predictions_csv, actions), official=True)
     context.result(BENCHMARK, "validation", "mAP official@0.9 (proximity rule)", official["mAP"])
     result_json = out / "proximity_rule_val.json"
-    formats.write_text_atomic(result_json, json.dumps(result, indent=2) + "\n")
+    write_json_atomic(result_json, result, indent=2)
     first = formats.keyframe_key(str(validation.video_ids[0]), int(validation.keyframes[0]))
     picture = render_keyframe(root, first, out / "keyframe.png", predictions_csv=predictions_csv, top=2)
     context.artifacts["sportshhi predictions (CSV)"] = predictions_csv

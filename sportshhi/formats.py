@@ -24,7 +24,6 @@ import logging
 import os
 import pickle
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from hoi_bench.errors import FormatError
+from hoi_bench.files import write_bytes_atomic, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -598,25 +598,3 @@ def write_proposals(path: str | os.PathLike, proposals: Mapping[str, np.ndarray]
     """Write a proposal pickle in the release layout (``{"video,TTTT": float32 array}``), atomically."""
     data = {str(key): np.asarray(value, dtype=np.float32) for key, value in proposals.items()}
     write_bytes_atomic(path, pickle.dumps(data, protocol=4))
-
-
-# --------------------------------------------------------------------------------------------- helpers
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write UTF-8 ``text`` to ``path`` so that a failure leaves no partial file (used for every output)."""
-    write_bytes_atomic(path, text.encode("utf-8"))
-
-
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to a temporary sibling and rename it over ``path``: a failure leaves no partial file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

@@ -8,9 +8,16 @@ import numpy as np
 import pytest
 
 from bongard_hoi.builder import episode_features
-from bongard_hoi.episodes import (HoiInstance, TrainingVocabulary, episodes_dataset, group_by_split,
-                                  instances_from_annotations, instances_from_rows, sample_episodes,
-                                  write_episode_set)
+from bongard_hoi.episodes import (
+    HoiInstance,
+    TrainingVocabulary,
+    episodes_dataset,
+    group_by_split,
+    instances_from_annotations,
+    instances_from_rows,
+    sample_episodes,
+    write_episode_set,
+)
 from bongard_hoi.formats import read_episode_file, split_name
 
 ACTIONS = {"cup": ("drink_with", "hold", "wash"), "horse": ("ride", "feed", "hold"), "kite": ("fly", "hold")}

@@ -7,8 +7,16 @@ import json
 
 import pytest
 
-from bongard_hoi.formats import (SPLITS, dumps_episodes, episode_file_name, parse_episodes, read_episode_file,
-                                 split_name, split_of_file, write_episode_file)
+from bongard_hoi.formats import (
+    SPLITS,
+    dumps_episodes,
+    episode_file_name,
+    parse_episodes,
+    read_episode_file,
+    split_name,
+    split_of_file,
+    write_episode_file,
+)
 from hoi_bench.errors import ConfigError, FormatError
 
 
@@ -86,7 +94,7 @@ def test_a_file_that_is_not_a_list_or_not_json_is_rejected(tmp_path):
         parse_episodes({"episodes": []})
     bad = tmp_path / "bongard_hoi_train.json"
     bad.write_text("[[")
-    with pytest.raises(FormatError, match="not valid JSON"):
+    with pytest.raises(FormatError, match="malformed JSON"):
         read_episode_file(bad)
 
 

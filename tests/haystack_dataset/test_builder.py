@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from datasets import load_dataset
 
-from hoi_bench.errors import FormatError, MissingFilesError
-from hoi_bench.images import encode_png
 from haystack_dataset.builder import MANUAL_DOWNLOAD_INSTRUCTIONS, build
 from haystack_dataset.formats import read_annotation, read_panoptic, rgb_to_id, segment_masks
+from hoi_bench.errors import FormatError, MissingFilesError
+from hoi_bench.images import encode_png
 
 
 def _triplets(rows):

@@ -8,10 +8,10 @@ import re
 import numpy as np
 import pytest
 
-from hoi_bench import cli
-from hoi_bench.plugins import Registry
 from haystack_dataset import cli as haystack_cli
 from haystack_dataset.evaluation import GOLDEN_ANNOTATION, GOLDEN_ROWS
+from hoi_bench import cli
+from hoi_bench.plugins import Registry
 
 
 @pytest.fixture()

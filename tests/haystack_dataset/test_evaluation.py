@@ -13,10 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from hoi_bench.errors import FormatError, PredictionError
-from haystack_dataset.evaluation import (GOLDEN_ANNOTATION, GOLDEN_ROWS, HaystackInputWarning, annotated_relations,
-                                         haystack_scores, predicate_discrimination)
+from haystack_dataset.evaluation import (
+    GOLDEN_ANNOTATION,
+    GOLDEN_ROWS,
+    HaystackInputWarning,
+    annotated_relations,
+    haystack_scores,
+    predicate_discrimination,
+)
 from haystack_dataset.formats import parse_annotation
+from hoi_bench.errors import FormatError, PredictionError
 
 _spec = importlib.util.spec_from_file_location("loop_reference", Path(__file__).with_name("loop_reference.py"))
 loop_reference = importlib.util.module_from_spec(_spec)

@@ -8,11 +8,19 @@ import json
 import numpy as np
 import pytest
 
-from hoi_bench.errors import FormatError
 from haystack_dataset.evaluation import GOLDEN_ANNOTATION
-from haystack_dataset.formats import (annotation_to_json, id_to_rgb, image_key, parse_annotation, read_annotation,
-                                      read_panoptic, rgb_to_id, write_annotation)
+from haystack_dataset.formats import (
+    annotation_to_json,
+    id_to_rgb,
+    image_key,
+    parse_annotation,
+    read_annotation,
+    read_panoptic,
+    rgb_to_id,
+    write_annotation,
+)
 from haystack_dataset.samples import write_sample
+from hoi_bench.errors import FormatError
 
 
 def changed(**changes):
@@ -73,7 +81,7 @@ def test_write_then_read_gives_the_same_json(tmp_path):
 
 def test_unreadable_json_is_a_format_error(tmp_path):
     (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(FormatError, match="bad.json: not a readable JSON file"):
+    with pytest.raises(FormatError, match="bad.json: field 'line 1 column 2': malformed JSON"):
         read_annotation(tmp_path / "bad.json")
 
 

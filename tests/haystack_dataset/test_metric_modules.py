@@ -6,10 +6,15 @@ import evaluate
 import numpy as np
 import pytest
 
-from hoi_bench import metric_path
-from haystack_dataset.evaluation import (GOLDEN_ANNOTATION, GOLDEN_ROWS, annotated_relations, haystack_scores,
-                                         relation_scores)
+from haystack_dataset.evaluation import (
+    GOLDEN_ANNOTATION,
+    GOLDEN_ROWS,
+    annotated_relations,
+    haystack_scores,
+    relation_scores,
+)
 from haystack_dataset.formats import parse_annotation
+from hoi_bench import metric_path
 
 
 @pytest.fixture(scope="module")

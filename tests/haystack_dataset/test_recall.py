@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hoi_bench.errors import PredictionError
 from haystack_dataset.predictions import RecallPrediction, parse_recall_predictions
 from haystack_dataset.recall import RecallGroundTruth, psg_recall, sg_recall
+from hoi_bench.errors import PredictionError
 
 N = 3  # predicates
 

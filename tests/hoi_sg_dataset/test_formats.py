@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import hoi_bench.files
 from hoi_bench.errors import FormatError, MissingFilesError
 from hoi_sg_dataset import formats
 from hoi_sg_dataset.formats import (
@@ -249,10 +250,10 @@ def test_failed_write_leaves_the_previous_file(tmp_path, monkeypatch):
     path = write_annotations(tmp_path / "a.json", parse_annotations([_copy(HICO_TEST)], "hico"))
     before = path.read_bytes()
 
-    def broken_dump(*args, **kwargs):
+    def broken_replace(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(formats.json, "dump", broken_dump)
+    monkeypatch.setattr(hoi_bench.files.os, "replace", broken_replace)
     with pytest.raises(OSError):
         write_annotations(path, [])
     assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["a.json"]
