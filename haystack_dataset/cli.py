@@ -1,9 +1,258 @@
-"""Commands and demo steps this package adds to `hoi-bench` (entry point `hoi_bench.plugins`)."""
+"""Commands and demo steps this package adds to `hoi-bench` (entry point `hoi_bench.plugins`).
+
+``build haystack``, ``stats haystack``, ``evaluate haystack`` (P-AUC / PDD / PDO), ``evaluate sg_recall``
+(R@k / mR@k / ngR@k), ``show haystack`` (per-predicate chart); demo steps 11 (build + load the sample) and 31
+(score a frequency prior on it).
+"""
 
 from __future__ import annotations
 
-from hoi_bench.plugins import Registry
+import argparse
+import json
+from pathlib import Path
+
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry
+from hoi_bench.report import format_table
+
+BENCHMARK = "haystack"
 
 
 def register(registry: Registry) -> None:
     """Add this package's commands and demo steps to ``registry``."""
+    registry.add_command(Command("build", BENCHMARK, "build PSG / Haystack native files into a Hub dataset folder",
+                                 _configure_build, _run_build))
+    registry.add_command(Command("stats", BENCHMARK, "count images, relations and negatives of a PSG/Haystack file",
+                                 _configure_stats, _run_stats))
+    registry.add_command(Command("evaluate", BENCHMARK, "P-AUC / PDD / PDO of a Haystack NPY output",
+                                 _configure_evaluate, _run_evaluate))
+    registry.add_command(Command("evaluate", "sg_recall", "R@k / mR@k / ngR@k of scene-graph predictions (OpenPSG)",
+                                 _configure_recall, _run_recall))
+    registry.add_command(Command("show", BENCHMARK, "draw P-AUC / PDD / PDO per predicate from a metrics JSON",
+                                 _configure_show, _run_show))
+    registry.add_demo_step(DemoStep("haystack: build the PSG + Haystack sample and load it", 11, demo_build))
+    registry.add_demo_step(DemoStep("haystack: score a frequency prior (P-AUC / PDD / PDO, R@k)", 31, demo_score))
+
+
+# ------------------------------------------------------------------------------------------------------ build
+
+
+def _configure_build(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, required=True,
+                        help="folder with psg/psg.json, haystack/annotation_v1.json and coco/ (see docs/haystack.md)")
+    parser.add_argument("--out", type=Path, required=True, help="Hub dataset folder to write (configs are merged in)")
+    parser.add_argument("--config", action="append", choices=["psg", "haystack"],
+                        help="config to build (repeatable; default: both)")
+    parser.add_argument("--num-proc", type=int, default=None, help="worker processes for row generation")
+
+
+def _run_build(args: argparse.Namespace) -> int:
+    from haystack_dataset.builder import CONFIG_NAMES, build
+
+    configs = args.config or list(CONFIG_NAMES)
+    out = build(args.data_dir, args.out, configs, num_proc=args.num_proc)
+    print(f"wrote {out} (configs: {', '.join(configs)})")
+    print(f'load with: load_dataset("{out}", "{configs[-1]}")')
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------ stats
+
+
+def _configure_stats(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--annotations", type=Path, required=True, help="psg.json or a Haystack annotation file")
+
+
+def _run_stats(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from haystack_dataset.formats import NO_PREDICATE, read_annotation
+
+    annotation = read_annotation(args.annotations)
+    n = len(annotation.predicate_classes)
+    positives = np.zeros(n, dtype=int)
+    negatives = np.zeros(n, dtype=int)
+    placeholders = 0
+    for image in annotation.images:
+        positives += np.bincount(image.relations[image.relations[:, 2] >= 0, 2], minlength=n)
+        negatives += np.bincount(image.neg_relations[image.neg_relations[:, 2] >= 0, 2], minlength=n)
+        placeholders += int((image.relations[:, 2] == NO_PREDICATE).sum() + (image.neg_relations[:, 2] == -1).sum())
+    print(format_table(["what", "count"], [
+        ["images", len(annotation.images)], ["images without relations",
+                                             sum(len(i.relations) == 0 for i in annotation.images)],
+        ["test_image_ids", len(annotation.test_image_ids)], ["segments", sum(len(i.boxes) for i in annotation.images)],
+        ["positive relations", int(positives.sum())], ["negative relations", int(negatives.sum())],
+        ["entries with predicate -1", placeholders]]))
+    print()
+    rows = [[name, int(positives[p]), int(negatives[p])] for p, name in enumerate(annotation.predicate_classes)
+            if positives[p] or negatives[p]]
+    print(format_table(["predicate", "positives", "negatives"], rows))
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------- evaluate
+
+
+def _configure_evaluate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--annotations", type=Path, required=True, help="Haystack annotation JSON")
+    parser.add_argument("--predictions", type=Path, required=True,
+                        help="NPY, rows [image_id, subject, object, n predicate scores] (no no-relation column)")
+    parser.add_argument("--rank-mode", choices=["paper", "official"], default="paper",
+                        help="paper: rank among all n predicates (default); official: as calc_metrics.py "
+                             "(first n-1 columns)")
+    parser.add_argument("--min-positives", type=int, default=4, help="report predicates with at least N positives")
+    parser.add_argument("--output", type=Path, help="write the report as JSON here")
+
+
+def _run_evaluate(args: argparse.Namespace) -> int:
+    import warnings
+
+    from haystack_dataset.evaluation import HaystackInputWarning, haystack_scores
+    from haystack_dataset.formats import read_annotation, write_json
+    from haystack_dataset.predictions import read_haystack_npy
+
+    annotation = read_annotation(args.annotations, require_negatives=True)
+    rows = read_haystack_npy(args.predictions)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HaystackInputWarning)  # the report lists them; printed below
+        report = haystack_scores(annotation, rows, rank_mode=args.rank_mode, min_positives=args.min_positives,
+                                 file=str(args.predictions))
+    print(haystack_table(report))
+    if args.output:
+        write_json(args.output, report)
+        print(f"\nwrote {args.output}")
+    return 0
+
+
+def haystack_table(report: dict) -> str:
+    """The terminal table of a Haystack report: one line per reported predicate, then the mean and any warnings."""
+    rows = [[name, v["p_auc"], v["pdd"], v["pdo"], v["positives"], v["negatives"]]
+            for name, v in report["per_predicate"].items()]
+    mean = report["mean"]
+    rows.append(["mean", mean["p_auc"], mean["pdd"], mean["pdo"], "", ""])
+    text = format_table(["predicate", "P-AUC", "PDD", "PDO", "positives", "negatives"], rows)
+    text += f"\n\nrank mode: {report['rank_mode']}; predicates with >= {report['min_positives']} positives; " \
+            f"P-AUC higher is better, PDD/PDO lower is better"
+    for note in report.get("warnings", []):
+        text += f"\nwarning: {note}"
+    return text
+
+
+def _configure_recall(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--annotations", type=Path, required=True, help="psg.json (or a Haystack file)")
+    parser.add_argument("--predictions", type=Path, required=True, help="recall JSON (see docs/haystack.md)")
+    parser.add_argument("--output", type=Path, help="write the result as JSON here")
+
+
+def _run_recall(args: argparse.Namespace) -> int:
+    from haystack_dataset.formats import read_annotation, write_json
+    from haystack_dataset.predictions import read_recall_predictions
+    from haystack_dataset.recall import psg_recall
+
+    annotation = read_annotation(args.annotations)
+    result = psg_recall(annotation, read_recall_predictions(args.predictions))
+    print(format_table(["metric", "value"], [[k, v] for k, v in result.items()]))
+    if args.output:
+        write_json(args.output, result)
+        print(f"\nwrote {args.output}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------- show
+
+
+def _configure_show(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metrics", type=Path, required=True, help="JSON written by `hoi-bench evaluate haystack`")
+    parser.add_argument("--out", type=Path, required=True, help="PNG to write")
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from hoi_bench.errors import FormatError
+    from haystack_dataset.plots import plot_predicate_metrics
+
+    try:
+        report = json.loads(args.metrics.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise FormatError(str(args.metrics), f"not a JSON file: {error}") from error
+    print(f"wrote {plot_predicate_metrics(report, args.out)}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------- demo
+
+
+def _hub_folder(context: DemoContext) -> Path:
+    return context.out_dir / BENCHMARK / "hub"
+
+
+def demo_build(context: DemoContext) -> None:
+    """Write the synthetic native layout, build both configs into a Hub folder and load them back."""
+    import tempfile
+
+    from datasets import load_dataset
+
+    from haystack_dataset.builder import build
+    from haystack_dataset.samples import write_sample
+
+    base = context.out_dir / BENCHMARK
+    layout = write_sample(base / "native")
+    context.say(f"wrote the synthetic PSG + Haystack layout to {layout.root}")
+    out = build(layout.root, _hub_folder(context))
+    with tempfile.TemporaryDirectory() as cache:
+        psg = load_dataset(str(out), "psg", cache_dir=cache)
+        haystack = load_dataset(str(out), "haystack", split="test", cache_dir=cache)
+        negatives = sum(len(r) for r in haystack["negative_relations"])
+        positives = sum(len(r) for r in haystack["relations"])
+    context.say(f'load_dataset("{out}", "psg"): train {len(psg["train"])}, test {len(psg["test"])} images')
+    context.say(f'load_dataset("{out}", "haystack", split="test"): {len(haystack)} images, {positives} positive '
+                f"and {negatives} negative relations")
+    context.artifacts["haystack Hub folder"] = out
+    context.artifacts["haystack native sample"] = layout.root
+
+
+def demo_score(context: DemoContext) -> None:
+    """Fit a frequency prior on the PSG train split, then score it with P-AUC / PDD / PDO and R@k / mR@k."""
+    import tempfile
+    import warnings
+
+    from datasets import load_dataset
+
+    from haystack_dataset.evaluation import HaystackInputWarning, haystack_scores
+    from haystack_dataset.formats import psg_classes, read_annotation, write_json
+    from haystack_dataset.frequency_prior import FrequencyPrior
+    from haystack_dataset.plots import plot_predicate_metrics
+    from haystack_dataset.predictions import write_haystack_npy, write_recall_predictions
+    from haystack_dataset.recall import psg_recall
+
+    base = context.out_dir / BENCHMARK
+    if not (_hub_folder(context) / "README.md").is_file():
+        demo_build(context)
+    classes = psg_classes()
+    with tempfile.TemporaryDirectory() as cache:
+        psg = load_dataset(str(_hub_folder(context)), "psg", cache_dir=cache)
+        haystack = load_dataset(str(_hub_folder(context)), "haystack", split="test", cache_dir=cache)
+        prior = FrequencyPrior.fit(psg["train"], len(classes["thing_classes"]) + len(classes["stuff_classes"]),
+                                   len(classes["predicate_classes"]))
+        npy = write_haystack_npy(base / "frequency_prior_haystack.npy", prior.haystack_rows(haystack))
+        recall_json = write_recall_predictions(base / "frequency_prior_psg_test.json",
+                                               prior.recall_predictions(psg["test"]))
+    context.say(f"frequency prior fitted on {len(psg['train'])} PSG train images; outputs: {npy.name}, "
+                f"{recall_json.name}")
+    from haystack_dataset.predictions import read_haystack_npy, read_recall_predictions
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HaystackInputWarning)  # listed at the end of the table below
+        report = haystack_scores(read_annotation(base / "native" / "haystack" / "annotation_v1.json"),
+                                 read_haystack_npy(npy), file=str(npy))
+    metrics = write_json(base / "frequency_prior_haystack_metrics.json", report)
+    chart = plot_predicate_metrics(report, base / "frequency_prior_haystack_metrics.png")
+    for line in haystack_table(report).splitlines():
+        context.say(line)
+    recall = psg_recall(read_annotation(base / "native" / "psg" / "psg.json"), read_recall_predictions(recall_json))
+    context.say(", ".join(f"{k} {v:.3f}" for k, v in recall.items() if k != "images")
+                + f" over {recall['images']} PSG test images (PredCls)")
+    for name in ("p_auc", "pdd", "pdo"):
+        context.result(BENCHMARK, "test", f"{name.upper().replace('_', '-')} (freq. prior)", report["mean"][name])
+    for name in ("R@20", "mR@20", "R@50", "mR@50", "R@100", "mR@100"):
+        context.result("psg", "test", f"{name} PredCls (freq. prior)", recall[name])
+    context.artifacts["haystack metrics"] = metrics
+    context.artifacts["haystack chart"] = chart

@@ -1,0 +1,403 @@
+"""P-AUC, PDD and PDO: Haystack's predicate-wise metrics, vectorised over all annotated relations at once.
+
+For a predicate p the *population* is every annotated (pair, p): positives from ``relations`` and negatives from
+``neg_relations`` (entries with predicate ``-1`` are skipped). A model gives each ordered pair a row of n predicate
+scores (no no-relation column). Then, per predicate p:
+
+- **P-AUC** = ROC-AUC of the raw score of p over p's population (Mann-Whitney, a tie counts 1/2);
+- the **rank** of p in a relation's score row is its 0-based place in descending order; T_k = {rank < k};
+- **PDD** = 1 − mean_{k=1..n−1} |T_k ∩ P| / |P|   (P = positives; lower is better);
+- **PDO** = 1 − mean_{k=1..n−1} precision_k, precision_k = |T_k ∩ P| / |T_k| and 1 when T_k is empty.
+
+Predicates with fewer than ``min_positives`` (default 4, as the official script's ``> 3``) positives are not
+reported; ``mean`` averages the reported ones. A pair without an output row scores 0.0 and gets the worst rank
+n − 1 (never inside any T_k).
+
+Ranks (``rank_mode``):
+
+- ``"paper"`` (default): p is ranked among all n predicate scores;
+- ``"official"``: as the released ``calc_metrics.py``, p is ranked among the first n − 1 score columns only (the
+  last predicate column is ignored), so present ranks lie in 0..n−2. The script crashes when the last predicate
+  is annotated; here that predicate is ranked by the same rule (its place among the first n − 1 columns, 0..n−1)
+  and a warning is issued.
+
+Ties: p is placed *after* every other predicate with an equal score, i.e. rank = #{q ≠ p : s_q ≥ s_p} (in official
+mode q runs over the first n − 1 columns). A constant score row therefore gives the worst rank, never the best. The
+official script's order of tied scores is numpy's unspecified ``argsort`` order; without ties both agree exactly.
+
+Inputs the official script crashes on give defined results with a :class:`HaystackInputWarning`: an annotated
+image without output rows (its relations count as missing), a reported predicate with positives but no
+negatives (P-AUC is NaN, PDD/PDO are defined), the last predicate annotated in official mode. Duplicate output
+rows for one pair are an error.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hoi_bench.errors import PredictionError
+from haystack_dataset.formats import NO_PREDICATE, SceneGraphAnnotation, image_key
+
+RANK_MODES = ("paper", "official")
+DEFAULT_MIN_POSITIVES = 4
+TIE_RULE = "a predicate tied with others is ranked after all of them: rank = #{q != p : s_q >= s_p}"
+
+
+class HaystackInputWarning(UserWarning):
+    """Input the official script would crash on; the metrics give a defined result and say so."""
+
+
+@dataclass
+class AnnotatedRelations:
+    """Every labelled (pair, predicate) of a Haystack file, one entry each, in file order (positives first per image).
+
+    ``image_index`` points into ``image_keys``; ``label`` is 1 for ``relations`` and 0 for ``neg_relations``.
+    """
+
+    image_keys: list[str]
+    image_index: np.ndarray
+    subject: np.ndarray
+    object: np.ndarray
+    predicate: np.ndarray
+    label: np.ndarray
+    skipped_no_predicate: int = 0
+
+    def __len__(self) -> int:
+        return len(self.predicate)
+
+
+def annotated_relations(annotation: SceneGraphAnnotation) -> AnnotatedRelations:
+    """Flatten the positive and negative relations of ``annotation``; predicate ``-1`` entries are skipped.
+
+    >>> from haystack_dataset.formats import parse_annotation
+    >>> ann = parse_annotation(GOLDEN_ANNOTATION)
+    >>> rel = annotated_relations(ann)
+    >>> len(rel), int(rel.label.sum()), rel.skipped_no_predicate
+    (11, 6, 1)
+    """
+    keys = [image.key for image in annotation.images]
+    parts, skipped = [], 0
+    for index, image in enumerate(annotation.images):
+        for triplets, label in ((image.relations, 1), (image.neg_relations, 0)):
+            keep = triplets[:, 2] != NO_PREDICATE
+            skipped += int((~keep).sum())
+            kept = triplets[keep]
+            parts.append(np.column_stack([np.full(len(kept), index), kept, np.full(len(kept), label)]))
+    table = np.concatenate(parts).astype(np.int64) if parts else np.zeros((0, 5), dtype=np.int64)
+    return AnnotatedRelations(keys, table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4], skipped)
+
+
+def check_output_rows(rows: np.ndarray, num_predicates: int, *, file: str | None = None) -> np.ndarray:
+    """Validate a Haystack output array ``[image_id, subject, object, n scores]`` per row; return it as float64.
+
+    Raises :class:`PredictionError` naming the row and column for a wrong width (the no-relation column must be
+    removed), non-integer or negative id columns, and NaN / infinite scores.
+
+    >>> check_output_rows(np.array([[7, 0, 1, 0.5, 0.5]]), 2).shape
+    (1, 5)
+    """
+    where = f"{file}: " if file else ""
+    rows = np.asarray(rows)
+    if rows.ndim != 2:
+        raise PredictionError(f"{where}output must be a 2-D array [image_id, subject, object, scores...] "
+                              f"(expected 2 dimensions, found shape {rows.shape})")
+    rows = rows.astype(np.float64, copy=False)
+    width = 3 + num_predicates
+    if rows.shape[1] != width:
+        hint = " (remove the no-relation score column)" if rows.shape[1] == width + 1 else ""
+        raise PredictionError(f"{where}score row of the wrong width{hint}: expected {width} columns "
+                              f"[image_id, subject, object] + {num_predicates} predicate scores, found {rows.shape[1]}")
+    bad = ~np.isfinite(rows)
+    if bad.any():
+        row, column = map(int, np.argwhere(bad)[0])
+        what = "image_id/subject/object" if column < 3 else f"score of predicate {column - 3}"
+        raise PredictionError(f"{where}row {row}, column {column} ({what}): expected a finite number, "
+                              f"found {rows[row, column]} ({int(bad.any(axis=1).sum())} rows affected)")
+    ids = rows[:, :3]
+    bad = (ids != np.round(ids)) | (ids[:, 1:3].min(axis=1, keepdims=True) < 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise PredictionError(f"{where}row {row}: image_id, subject and object must be non-negative integers "
+                              f"(found {rows[row, :3].tolist()})")
+    return rows
+
+
+def relation_scores(relations: AnnotatedRelations, rows: np.ndarray, num_predicates: int, *,
+                    file: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Look up the output row of every annotated relation: ``(scores (R, n), present (R,) bool)``.
+
+    Rows are matched on (image id, subject, object); image ids are compared through
+    :func:`~haystack_dataset.formats.image_key`. Rows of other images or pairs are ignored (as the official
+    script does), but an array whose ids match no annotated image at all is an error, and so are two rows for one
+    pair. An annotated image without rows triggers a :class:`HaystackInputWarning`. Missing relations get all-zero
+    scores and ``present = False``.
+    """
+    rows = check_output_rows(rows, num_predicates, file=file)
+    where = f"{file}: " if file else ""
+    code_of = {key: index for index, key in enumerate(relations.image_keys)}
+    unique_ids, inverse = np.unique(rows[:, 0], return_inverse=True)
+    id_codes = np.array([code_of.get(image_key(v), -1) for v in unique_ids], dtype=np.int64)
+    row_codes = id_codes[inverse.reshape(-1)] if len(rows) else np.zeros(0, dtype=np.int64)
+    known = row_codes >= 0
+    if len(rows) and not known.any():
+        raise PredictionError(f"{where}image ids match no annotated image (expected ids such as "
+                              f"{relations.image_keys[:3]}, found {[image_key(v) for v in unique_ids[:3]]})")
+    if (~known).any():
+        warnings.warn(f"{where}{int((~known).sum())} output rows belong to images that are not annotated; ignored",
+                      HaystackInputWarning, stacklevel=2)
+    covered = np.zeros(len(relations.image_keys), dtype=bool)
+    covered[row_codes[known]] = True
+    annotated = np.zeros(len(relations.image_keys), dtype=bool)
+    annotated[relations.image_index] = True
+    lacking = np.flatnonzero(annotated & ~covered)
+    if len(lacking):
+        warnings.warn(f"{where}{len(lacking)} annotated images have no output rows (first: "
+                      f"{relations.image_keys[lacking[0]]}); their relations score 0 with the worst rank",
+                      HaystackInputWarning, stacklevel=2)
+    kept = rows[known]
+    codes = row_codes[known]
+    subjects, objects = kept[:, 1].astype(np.int64), kept[:, 2].astype(np.int64)
+    base = int(max(subjects.max(initial=0), objects.max(initial=0), relations.subject.max(initial=0),
+                   relations.object.max(initial=0))) + 1
+    row_keys = (codes * base + subjects) * base + objects
+    order = np.argsort(row_keys, kind="stable")
+    sorted_keys = row_keys[order]
+    duplicate = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+    if len(duplicate):
+        first, second = np.flatnonzero(known)[order[duplicate[0]]], np.flatnonzero(known)[order[duplicate[0] + 1]]
+        raise PredictionError(f"{where}rows {first} and {second} both score image {image_key(rows[first, 0])} pair "
+                              f"({int(rows[first, 1])}, {int(rows[first, 2])}); expected one row per pair "
+                              f"({len(duplicate)} duplicated pairs)")
+    wanted = (relations.image_index * base + relations.subject) * base + relations.object
+    position = np.searchsorted(sorted_keys, wanted)
+    position = np.minimum(position, max(len(sorted_keys) - 1, 0))
+    present = (sorted_keys[position] == wanted) if len(sorted_keys) else np.zeros(len(wanted), dtype=bool)
+    scores = np.zeros((len(wanted), num_predicates), dtype=np.float64)
+    scores[present] = kept[order[position[present]], 3:]
+    return scores, present
+
+
+def predicate_ranks(scores: np.ndarray, predicate: np.ndarray, present: np.ndarray | None = None, *,
+                    rank_mode: str = "paper") -> np.ndarray:
+    """0-based rank of each relation's own predicate in its score row (see the module docstring for the rules).
+
+    >>> s = np.array([[.5, .1, .05, .3], [.2, .05, .05, .6], [.1, .1, .1, .1]])
+    >>> predicate_ranks(s, np.array([0, 0, 2])).tolist()
+    [0, 1, 3]
+    >>> predicate_ranks(s, np.array([0, 0, 2]), rank_mode="official").tolist()
+    [0, 0, 2]
+    """
+    _check_rank_mode(rank_mode)
+    scores = np.asarray(scores, dtype=np.float64)
+    predicate = np.asarray(predicate, dtype=np.int64)
+    n = scores.shape[1]
+    own = scores[np.arange(len(predicate)), predicate][:, None]
+    if rank_mode == "paper":
+        ranks = (scores >= own).sum(axis=1) - 1
+    else:
+        ranks = (scores[:, : n - 1] >= own).sum(axis=1) - (predicate < n - 1)
+    if present is not None:
+        ranks = np.where(present, ranks, n - 1)
+    return ranks.astype(np.int64)
+
+
+@dataclass
+class PredicateDiscrimination:
+    """Per-predicate P-AUC / PDD / PDO (NaN where not reported) and the counts behind them."""
+
+    p_auc: np.ndarray
+    pdd: np.ndarray
+    pdo: np.ndarray
+    positives: np.ndarray
+    negatives: np.ndarray
+    reported: np.ndarray
+    rank_mode: str
+    min_positives: int
+    warnings: list[str] = field(default_factory=list)
+
+    def mean(self) -> dict[str, float]:
+        """Unweighted mean over the reported predicates (P-AUC over those with a defined value)."""
+        out = {}
+        for name in ("p_auc", "pdd", "pdo"):
+            values = getattr(self, name)[self.reported]
+            values = values[~np.isnan(values)]
+            out[name] = float(values.mean()) if len(values) else float("nan")
+        return out
+
+    def to_dict(self, predicate_names: list[str] | None = None) -> dict:
+        """The report written by ``hoi-bench evaluate haystack``: NaN becomes ``None`` so the dict is valid JSON."""
+        names = predicate_names or [str(i) for i in range(len(self.p_auc))]
+        per_predicate = {
+            names[p]: {"p_auc": _json_float(self.p_auc[p]), "pdd": _json_float(self.pdd[p]),
+                       "pdo": _json_float(self.pdo[p]), "positives": int(self.positives[p]),
+                       "negatives": int(self.negatives[p])}
+            for p in np.flatnonzero(self.reported)
+        }
+        return {"rank_mode": self.rank_mode, "tie_rule": TIE_RULE, "min_positives": self.min_positives,
+                "per_predicate": per_predicate, "mean": {k: _json_float(v) for k, v in self.mean().items()},
+                "warnings": list(self.warnings)}
+
+
+def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: np.ndarray,
+                             present: np.ndarray | None = None, *, rank_mode: str = "paper",
+                             min_positives: int = DEFAULT_MIN_POSITIVES) -> PredicateDiscrimination:
+    """P-AUC, PDD and PDO of every predicate from the array form of the annotated relations.
+
+    ``scores`` (R, n): the model's score row of each annotated relation's pair (zeros where ``present`` is False);
+    ``predicate`` (R,): the annotated predicate; ``label`` (R,): 1 positive, 0 negative.
+
+    >>> from haystack_dataset.formats import parse_annotation
+    >>> rel = annotated_relations(parse_annotation(GOLDEN_ANNOTATION))
+    >>> scores, present = relation_scores(rel, GOLDEN_ROWS, 4)
+    >>> result = predicate_discrimination(scores, rel.predicate, rel.label, present, rank_mode="official")
+    >>> {k: round(v, 6) for k, v in result.mean().items()}
+    {'p_auc': 0.75, 'pdd': 0.25, 'pdo': 0.305556}
+    >>> paper = predicate_discrimination(scores, rel.predicate, rel.label, present)
+    >>> round(float(paper.pdd[0]), 6), round(float(paper.pdo[0]), 6), paper.reported.tolist()
+    (0.416667, 0.333333, [True, False, False, False])
+    """
+    _check_rank_mode(rank_mode)
+    scores = np.asarray(scores, dtype=np.float64)
+    predicate = np.asarray(predicate, dtype=np.int64)
+    label = np.asarray(label).astype(bool)
+    if scores.ndim != 2 or scores.shape[0] != len(predicate) or len(label) != len(predicate):
+        raise PredictionError(f"scores must be (R, n) with R = len(predicate) = len(label); found scores "
+                              f"{scores.shape}, {len(predicate)} predicates, {len(label)} labels")
+    n = scores.shape[1]
+    if n < 2:
+        raise PredictionError(f"need at least 2 predicate columns to rank (found {n})")
+    out_of_range = np.flatnonzero((predicate < 0) | (predicate >= n))
+    if len(out_of_range):
+        raise PredictionError(f"relation {int(out_of_range[0])}: predicate index out of range (expected 0 <= "
+                              f"predicate < {n}, found {int(predicate[out_of_range[0]])})")
+    if np.isnan(scores).any():
+        raise PredictionError(f"relation {int(np.flatnonzero(np.isnan(scores).any(axis=1))[0])}: NaN score")
+    if present is None:
+        present = np.ones(len(predicate), dtype=bool)
+    notes: list[str] = []
+    if rank_mode == "official" and (predicate == n - 1).any():
+        notes.append(_warn(f"official rank mode: the last predicate (index {n - 1}) is annotated "
+                           f"{int((predicate == n - 1).sum())} times; the released script crashes here, so it is "
+                           f"ranked among the first {n - 1} columns"))
+    ranks = predicate_ranks(scores, predicate, present, rank_mode=rank_mode)
+    own = np.where(present, scores[np.arange(len(predicate)), predicate], 0.0)
+
+    positives = np.bincount(predicate[label], minlength=n)
+    negatives = np.bincount(predicate[~label], minlength=n)
+    reported = positives >= min_positives
+    lacking = np.flatnonzero(reported & (negatives == 0))
+    if len(lacking):
+        notes.append(_warn(f"{len(lacking)} reported predicates have positives but no negatives (first: predicate index "
+                           f"{int(lacking[0])}); their P-AUC is undefined (NaN), PDD/PDO are still computed"))
+
+    hist_pos = np.bincount(predicate[label] * n + ranks[label], minlength=n * n).reshape(n, n)
+    hist_neg = np.bincount(predicate[~label] * n + ranks[~label], minlength=n * n).reshape(n, n)
+    true_in_top = np.cumsum(hist_pos, axis=1)[:, : n - 1]          # |T_k ∩ P| for k = 1..n-1
+    in_top = true_in_top + np.cumsum(hist_neg, axis=1)[:, : n - 1]  # |T_k|
+    with np.errstate(divide="ignore", invalid="ignore"):
+        recall = true_in_top / positives[:, None]
+        precision = np.where(in_top > 0, true_in_top / np.maximum(in_top, 1), 1.0)
+    pdd = np.where(reported, 1.0 - recall.mean(axis=1), np.nan)
+    pdo = np.where(reported, 1.0 - precision.mean(axis=1), np.nan)
+    auc = np.where(reported, _auc_by_group(own, predicate, label, n, positives, negatives), np.nan)
+    return PredicateDiscrimination(auc, pdd, pdo, positives, negatives, reported, rank_mode, min_positives, notes)
+
+
+def _auc_by_group(score: np.ndarray, group: np.ndarray, label: np.ndarray, n: int, positives: np.ndarray,
+                  negatives: np.ndarray) -> np.ndarray:
+    """Mann-Whitney ROC-AUC of ``score`` within each group, ties counted 1/2, via mid-ranks of one lexsort."""
+    order = np.lexsort((score, group))
+    g, s = group[order], score[order]
+    if len(order) == 0:
+        return np.full(n, np.nan)
+    new_run = np.ones(len(order), dtype=bool)
+    new_run[1:] = (g[1:] != g[:-1]) | (s[1:] != s[:-1])
+    run_starts = np.flatnonzero(new_run)
+    run_lengths = np.diff(np.append(run_starts, len(order)))
+    group_start = np.searchsorted(g, np.arange(n))
+    run_first_rank = run_starts - group_start[g[run_starts]] + 1
+    mid_rank = np.repeat(run_first_rank + (run_lengths - 1) / 2.0, run_lengths)
+    rank_sum = np.bincount(g[label[order]], weights=mid_rank[label[order]], minlength=n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = (rank_sum - positives * (positives + 1) / 2.0) / (positives * negatives)
+    return np.where((positives > 0) & (negatives > 0), auc, np.nan)
+
+
+def haystack_scores(annotation: SceneGraphAnnotation, rows: np.ndarray, *, rank_mode: str = "paper",
+                    min_positives: int = DEFAULT_MIN_POSITIVES, file: str | None = None) -> dict:
+    """P-AUC / PDD / PDO of a Haystack output array against a Haystack annotation, as the CLI's JSON report.
+
+    ``{"rank_mode", "tie_rule", "min_positives", "per_predicate": {name: {"p_auc", "pdd", "pdo", "positives",
+    "negatives"}}, "mean": {"p_auc", "pdd", "pdo"}, "warnings": [...]}``
+
+    >>> from haystack_dataset.formats import parse_annotation
+    >>> report = haystack_scores(parse_annotation(GOLDEN_ANNOTATION), GOLDEN_ROWS, rank_mode="official")
+    >>> report["per_predicate"]["on"]["positives"], report["per_predicate"]["on"]["negatives"]
+    (4, 3)
+    >>> round(report["mean"]["pdo"], 6)
+    0.305556
+    """
+    relations = annotated_relations(annotation)
+    n = len(annotation.predicate_classes)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", HaystackInputWarning)
+        scores, present = relation_scores(relations, rows, n, file=file)
+    notes = [str(w.message) for w in caught if issubclass(w.category, HaystackInputWarning)]
+    for note in notes:
+        warnings.warn(note, HaystackInputWarning, stacklevel=2)
+    result = predicate_discrimination(scores, relations.predicate, relations.label, present, rank_mode=rank_mode,
+                                      min_positives=min_positives)
+    result.warnings[:0] = notes
+    return result.to_dict(annotation.predicate_classes)
+
+
+def _warn(message: str) -> str:
+    warnings.warn(message, HaystackInputWarning, stacklevel=3)
+    return message
+
+
+def _check_rank_mode(rank_mode: str) -> None:
+    if rank_mode not in RANK_MODES:
+        from hoi_bench.errors import ConfigError
+
+        raise ConfigError("rank_mode", rank_mode, RANK_MODES)
+
+
+def _json_float(value: float) -> float | None:
+    value = float(value)
+    return None if np.isnan(value) else value
+
+
+GOLDEN_ANNOTATION = {
+    "thing_classes": ["person", "dog"], "stuff_classes": ["grass"],
+    "predicate_classes": ["on", "holding", "chasing", "leaning on"], "test_image_ids": [7],
+    "data": [{"file_name": "val2017/000000000007.jpg", "height": 100, "width": 100, "image_id": 7,
+              "pan_seg_file_name": "panoptic_val2017/000000000007.png",
+              "segments_info": [{"id": 1, "category_id": 0, "iscrowd": 0, "isthing": 1, "area": 10},
+                                {"id": 2, "category_id": 0, "iscrowd": 0, "isthing": 1, "area": 10},
+                                {"id": 3, "category_id": 1, "iscrowd": 0, "isthing": 1, "area": 10},
+                                {"id": 4, "category_id": 2, "iscrowd": 0, "isthing": 0, "area": 70}],
+              "annotations": [{"bbox": [0, 0, 10, 10], "bbox_mode": 0, "category_id": 0},
+                              {"bbox": [10, 0, 20, 10], "bbox_mode": 0, "category_id": 0},
+                              {"bbox": [20, 0, 30, 10], "bbox_mode": 0, "category_id": 1},
+                              {"bbox": [0, 0, 100, 100], "bbox_mode": 0, "category_id": 2}],
+              "relations": [[0, 3, 0], [1, 3, 0], [2, 3, 0], [0, 2, 0], [0, 2, 1], [1, 2, 2]],
+              "neg_relations": [[3, 0, 0], [1, 0, 0], [2, 1, 0], [1, 2, 1], [2, 0, 2], [0, 1, -1]]}],
+}
+"""The hand-checked fixture of the reference notes (one image, n = 4); the official script gives P-AUC 0.75,
+PDD 0.25, PDO 0.305556 for "on"."""
+
+GOLDEN_ROWS = np.array([
+    [7, 0, 3, .50, .10, .05, .30],
+    [7, 1, 3, .20, .05, .05, .60],
+    [7, 2, 3, .10, .30, .40, .15],
+    [7, 0, 2, .25, .35, .10, .20],
+    [7, 3, 0, .40, .05, .05, .10],
+    [7, 1, 0, .05, .50, .30, .10],
+    [7, 1, 2, .30, .20, .25, .05],
+    [7, 2, 0, .10, .10, .60, .10],
+])
+"""Output rows of the golden fixture; pair (2, 1) is deliberately missing."""
