@@ -25,6 +25,7 @@ TINY_RANDOM = "tiny-random"
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 KINDS = ("model", "backbone")
+PAIR_GEOMETRY_DIM = 9
 
 
 @dataclass(frozen=True)
@@ -191,4 +192,8 @@ def pair_geometry(subject, obj, width: float, height: float) -> list[float]:
                                ocx / max(width, 1e-3), ocy / max(height, 1e-3))]
 
 
-PAIR_GEOMETRY_DIM = 9
+
+
+def pair_crops(image: torch.Tensor, subject, obj, preprocessing: Preprocessing) -> torch.Tensor:
+    """``(3, 3, S, S)``: the subject, object and union crops of a box pair in a ``(3, H, W)`` uint8 image."""
+    return torch.stack([crop_resized(image, box, preprocessing) for box in (subject, obj, union_box(subject, obj))])

@@ -36,13 +36,15 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import nn
-from torch.utils.data import DataLoader, Sampler
+import numpy as np
 
 from hoi_bench.errors import ConfigError, HoiBenchError
+
+if TYPE_CHECKING:  # torch is imported when a run starts, so building the `hoi-bench` parser stays fast
+    import torch
+    from torch import nn
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +129,48 @@ def add_training_arguments(parser: argparse.ArgumentParser, **defaults: Any) -> 
                        help="skip training; evaluate the model of --resume (or the untrained model)")
 
 
+def add_data_arguments(parser: argparse.ArgumentParser, *, config: str, configs: Sequence[str] | None = None) -> None:
+    """``--data`` (a folder written by ``hoi-bench build``, or a Hub repo id), ``--config`` and ``--cache-dir``."""
+    group = parser.add_argument_group("data")
+    group.add_argument("--data", required=True,
+                       help="Hub dataset folder written by `hoi-bench build` (or a Hub dataset repo id)")
+    group.add_argument("--config", default=config, choices=configs, help=f"dataset config (default: {config})")
+    group.add_argument("--cache-dir", type=Path, help="datasets cache folder (default: under HF_HOME)")
+
+
+def add_backbone_arguments(parser: argparse.ArgumentParser, *, image_size: int = 32) -> None:
+    """``--backbone NAME|tiny-random``, ``--backbone-kind``, ``--image-size``, ``--freeze-backbone``."""
+    group = parser.add_argument_group("backbone (hoi_bench.backbones)")
+    group.add_argument("--backbone", default="tiny-random",
+                       help="transformers checkpoint (e.g. microsoft/resnet-50, facebook/dinov2-small) or "
+                            "'tiny-random' (small random ResNet, no download)")
+    group.add_argument("--backbone-kind", choices=("model", "backbone"), default="model",
+                       help="load with AutoModel (pooled output) or AutoBackbone (last stage, average-pooled)")
+    group.add_argument("--image-size", type=int, default=None,
+                       help=f"crop side in pixels (default: the checkpoint's; {image_size} for tiny-random)")
+    group.add_argument("--freeze-backbone", action="store_true", help="train the heads only")
+    parser.set_defaults(default_image_size=image_size)
+
+
+def backbone_from_args(args: argparse.Namespace):
+    """The :class:`hoi_bench.backbones.Backbone` the backbone flags describe (frozen if asked)."""
+    from hoi_bench.backbones import TINY_RANDOM, load_backbone
+
+    size = args.image_size or (args.default_image_size if args.backbone == TINY_RANDOM else None)
+    backbone = load_backbone(args.backbone, kind=args.backbone_kind, size=size)
+    if args.freeze_backbone:
+        backbone.requires_grad_(False)
+    return backbone
+
+
+def load_split(args: argparse.Namespace, split: str, *, streaming: bool = False):
+    """``load_dataset(args.data, args.config, split=split)`` (streaming if asked), with ``args.cache_dir``."""
+    from datasets import load_dataset
+
+    return load_dataset(str(args.data), args.config, split=split, streaming=streaming,
+                        cache_dir=None if args.cache_dir is None else str(args.cache_dir))
+
+
 def config_from_args(args: argparse.Namespace, **extra: Any) -> TrainingConfig:
     """The :class:`TrainingConfig` of parsed arguments; ``extra`` lands in ``config.extra`` (logged with the run)."""
     names = [f for f in TrainingConfig.__dataclass_fields__ if f != "extra"]
@@ -160,6 +204,10 @@ class Baseline(abc.ABC):
         """Turn a batch of raw rows (column → list) into model inputs (column → list of tensors/values)."""
         return rows
 
+    def train_transform(self, rows: dict[str, list]) -> dict[str, list]:
+        """:meth:`transform` for training rows (override to subsample or augment); must be deterministic per row."""
+        return self.transform(rows)
+
     @abc.abstractmethod
     def collate(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
         """Stack transformed rows into one batch (tensors, plus any per-row metadata as lists)."""
@@ -173,11 +221,15 @@ class Baseline(abc.ABC):
         """One picklable record per row of ``batch`` (carrying the row's identity); gathered across processes."""
 
     @abc.abstractmethod
-    def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path) -> tuple[Path, dict[str, float]]:
+    def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path) -> tuple[Path, dict[str, Any]]:
         """Write the native prediction file of ``split`` from all records and score it; main process only."""
 
+    def finalize(self, predictions_dir: Path, splits: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """After every split: write files that span splits and return metrics over them (main process only)."""
+        return {}
 
-class EpochShuffleSampler(Sampler[int]):
+
+class EpochShuffleSampler:
     """Indices ``0..n-1`` in an order fixed by ``seed + epoch`` (``set_epoch`` is called by accelerate's loader).
 
     Every process draws the same permutation, so the batches a resumed run skips are the ones it already saw.
@@ -200,8 +252,7 @@ class EpochShuffleSampler(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         if not self.shuffle:
             return iter(range(self.size))
-        generator = torch.Generator().manual_seed(self.seed + self.epoch)
-        return iter(torch.randperm(self.size, generator=generator).tolist())
+        return iter(np.random.default_rng(self.seed + self.epoch).permutation(self.size).tolist())
 
     def __len__(self) -> int:
         return self.size
@@ -286,9 +337,11 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
 
     Every process must call this; only the main process writes the log, predictions and results.
     """
+    import torch
     from accelerate import Accelerator
     from accelerate.utils import DataLoaderConfiguration, GradientAccumulationPlugin, set_seed
     from datasets.distributed import split_dataset_by_node
+    from torch.utils.data import DataLoader
     from tqdm.auto import tqdm
 
     accelerator = Accelerator(
@@ -302,11 +355,10 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
     logger.info("%s: %s, %d process(es), mixed precision %s", baseline.name, accelerator.device,
                 accelerator.num_processes, accelerator.mixed_precision)
     set_seed(config.seed)
-    model = baseline.build_model()
-
-    with accelerator.main_process_first():
+    with accelerator.main_process_first():  # one process fills the datasets cache, the others then read it
         train_data = None if config.eval_only else baseline.train_dataset(config.streaming)
         eval_data = baseline.eval_datasets()
+        model = baseline.build_model()
     trains = train_data is not None and config.max_steps > 0 and any(p.requires_grad for p in model.parameters())
 
     checkpoint = find_checkpoint(output_dir, config.resume)
@@ -346,6 +398,7 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
             logger.info("%s %s: %s", baseline.name, split, metrics)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
+        results["overall"] = baseline.finalize(output_dir / "predictions", results["splits"])
         _write_json(output_dir / "results.json", results)
         _write_json(log_path, {"baseline": baseline.name, "config": asdict(config), "history": history,
                                "results": results})
@@ -354,12 +407,14 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
 
 
 def _train(accelerator, baseline, model, train_data, config, checkpoint, progress, history, split_by_node, tqdm):
+    import torch
     from datasets import IterableDataset
+    from torch.utils.data import DataLoader
 
     streaming = isinstance(train_data, IterableDataset)
     if streaming:
         train_data = split_by_node(train_data, rank=accelerator.process_index, world_size=accelerator.num_processes)
-        train_data = train_data.map(baseline.transform, batched=True)
+        train_data = train_data.map(baseline.train_transform, batched=True)
         if config.overfit_batches:
             train_data = train_data.take(config.overfit_batches * config.batch_size)
         loader = DataLoader(train_data, batch_size=config.batch_size, collate_fn=baseline.collate,
@@ -369,7 +424,7 @@ def _train(accelerator, baseline, model, train_data, config, checkpoint, progres
         if config.overfit_batches:
             train_data = train_data.select(range(min(len(train_data), config.overfit_batches * config.batch_size)))
         sampler = EpochShuffleSampler(len(train_data), config.seed, shuffle=not config.overfit_batches)
-        loader = DataLoader(train_data.with_transform(baseline.transform), batch_size=config.batch_size,
+        loader = DataLoader(train_data.with_transform(baseline.train_transform), batch_size=config.batch_size,
                             sampler=sampler, collate_fn=baseline.collate, num_workers=config.num_workers,
                             drop_last=len(train_data) >= config.batch_size * accelerator.num_processes)
         epoch_setters = (sampler,)
@@ -465,13 +520,11 @@ def _save_checkpoint(accelerator, config: TrainingConfig, progress: _Progress) -
     accelerator.wait_for_everyone()
 
 
-def launch(baseline_factory, argv: Sequence[str] | None, parser: argparse.ArgumentParser) -> dict[str, Any]:
-    """Parse ``argv`` with ``parser`` (which has the training flags), build the baseline and run it.
+def run_with_args(baseline: Baseline, args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``baseline`` with the training flags of ``args``; the other flags are logged as ``config.extra``.
 
-    ``baseline_factory(args)`` returns the :class:`Baseline`; the baseline scripts' ``main`` is this call.
+    This is what both ``accelerate launch -m <package>.baseline`` and ``hoi-bench train <benchmark>`` call.
     """
-    args = parser.parse_args(argv)
-    baseline = baseline_factory(args)
     extra = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
              if k not in TrainingConfig.__dataclass_fields__ and not callable(v)}
     return run_training(baseline, config_from_args(args, **extra))
