@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hoi_bench.plugins import Command, Registry
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry
 
 BENCHMARK = "bongard_hoi"
 
@@ -18,6 +18,16 @@ def register(registry: Registry) -> None:
     """Add this package's commands and demo steps to ``registry``."""
     registry.add_command(Command("build", BENCHMARK, "build the Bongard-HOI episode files into a Hub dataset folder",
                                  _configure_build, _run_build))
+    registry.add_command(Command("stats", BENCHMARK, "count episodes, concepts and images of Bongard-HOI episode files",
+                                 _configure_stats, _run_stats))
+    registry.add_command(Command("episodes", None, "sample Bongard-style few-shot episodes from HOI annotations",
+                                 _configure_episodes, _run_episodes))
+    registry.add_command(Command("show", BENCHMARK, "draw a Bongard-HOI episode as a sheet PNG",
+                                 _configure_show, _run_show))
+    registry.add_command(Command("evaluate", "bongard", "Bongard-HOI query accuracy per split and the test mean",
+                                 _configure_evaluate, _run_evaluate))
+    registry.add_demo_step(DemoStep("bongard_hoi: build the sample episodes, load them, draw a sheet", 12, _demo_build))
+    registry.add_demo_step(DemoStep("bongard_hoi: accuracy of a colour-prototype rule", 32, _demo_rule))
 
 
 def _configure_build(parser: argparse.ArgumentParser) -> None:
@@ -39,3 +49,173 @@ def _run_build(args: argparse.Namespace) -> int:
                     image_dir=args.image_dir)
     print(f"wrote {out}; load with datasets.load_dataset({str(out)!r}, 'episodes')")
     return 0
+
+
+def _configure_evaluate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--predictions", type=Path, required=True,
+                        help='JSON list of {"split", "episode", "query": "positive"|"negative", "prediction": '
+                             '"positive"|"negative" or [positive-set score, negative-set score]}')
+    parser.add_argument("--references", type=Path, required=True,
+                        help="folder of official episode files (bongard_hoi_<split>.json) or a built dataset folder")
+    parser.add_argument("--output", type=Path, help="write the result JSON here")
+
+
+def _run_evaluate(args: argparse.Namespace) -> int:
+    from bongard_hoi.evaluation import summary_rows
+    from bongard_hoi.predictions import evaluate_prediction_file
+    from hoi_bench.report import format_table
+
+    result = evaluate_prediction_file(args.predictions, args.references)
+    print(format_table(["split", "accuracy", "episode accuracy (not official)"], summary_rows(result)))
+    if args.output:
+        _write_json(args.output, result)
+        print(f"\nwrote {args.output}")
+    return 0
+
+
+def _write_json(path: Path, data) -> None:
+    """Write ``data`` as JSON; the file appears only when complete."""
+    import json
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        json.dump(data, stream, indent=2)
+    os.replace(temp, path)
+
+
+def _configure_stats(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", type=Path, nargs="+", help="bongard_hoi_<split>.json files")
+
+
+def _run_stats(args: argparse.Namespace) -> int:
+    from bongard_hoi.formats import read_episode_file, split_of_file
+    from hoi_bench.report import format_table
+
+    rows = []
+    for path in args.files:
+        episodes = read_episode_file(path)
+        slots = [image for episode in episodes for image in episode.images()]
+        rows.append([split_of_file(path), len(episodes), len({e.concept_name for e in episodes}), len(slots),
+                     len({i.im_path for i in slots}), len({(i.im_path, i.crop_bbox) for i in slots})])
+    print(format_table(["split", "episodes", "concepts", "image slots", "unique images", "unique crops"], rows))
+    return 0
+
+
+def _configure_episodes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--annotations", type=Path, required=True,
+                        help="PPDM/QPIC annotation file to sample from (HICO-DET, V-COCO or their SG splits)")
+    parser.add_argument("--dataset", choices=["hico", "vcoco"], help="annotation vocabulary (default: from file names)")
+    parser.add_argument("--role", choices=["train", "val", "test"], default="test",
+                        help="train episodes go to split 'train'; val/test ones to <role>_<obj>_<act> splits")
+    parser.add_argument("--train-annotations", type=Path,
+                        help="training annotation file whose actions and objects count as seen (default: every "
+                             "class of --annotations is seen)")
+    parser.add_argument("--num-episodes", type=int, default=1000)
+    parser.add_argument("--shots", type=int, default=6, help="shots per side (M); each side also gets one query")
+    parser.add_argument("--max-overlap", type=int, help="tau: most images two episodes may share (3 train, 2 test)")
+    parser.add_argument("--margin", type=float, default=0.1, help="crop margin, as a fraction of the union box")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, required=True, help="folder for the bongard_hoi_<split>.json files")
+    parser.add_argument("--images", type=Path, help="image root (HAKE layout) to also build a Hub dataset folder")
+    parser.add_argument("--hub", type=Path, help="Hub dataset folder to write from the episodes (needs --images)")
+
+
+def _run_episodes(args: argparse.Namespace) -> int:
+    from bongard_hoi.builder import build_hub
+    from bongard_hoi.episodes import (TrainingVocabulary, group_by_split, instances_from_annotations,
+                                      sample_episodes, write_episode_set)
+    from hoi_bench.errors import ConfigError
+    from hoi_bench.report import format_table
+    from hoi_sg_dataset.formats import read_annotations
+
+    if (args.hub is None) != (args.images is None):
+        raise ConfigError("option combination", "--hub without --images" if args.hub else "--images without --hub",
+                          ["--hub HUB --images ROOT", "neither"])
+    instances = instances_from_annotations(read_annotations(args.annotations, args.dataset), args.dataset)
+    vocabulary = None
+    if args.train_annotations is not None:
+        vocabulary = TrainingVocabulary.from_instances(
+            instances_from_annotations(read_annotations(args.train_annotations, args.dataset), args.dataset))
+    sampled = sample_episodes(instances, args.num_episodes, role=args.role, vocabulary=vocabulary, shots=args.shots,
+                              max_overlap=args.max_overlap, margin=args.margin, seed=args.seed)
+    files = write_episode_set(args.out, sampled)
+    grouped = group_by_split(sampled)
+    print(format_table(["split", "episodes", "concepts", "file"],
+                       [[s, len(e), len({x.concept for x in e}), str(files[s])] for s, e in grouped.items()]))
+    if args.hub is not None:
+        out = build_hub(args.out, args.hub, splits=tuple(grouped), annotation_dir=str(args.out.absolute()),
+                        image_dir=str(args.images.absolute()))
+        print(f"wrote {out}; load with datasets.load_dataset({str(out)!r}, 'episodes')")
+    return 0
+
+
+def _configure_show(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, required=True,
+                        help="built dataset folder, or a folder of bongard_hoi_<split>.json files "
+                             "(directly or in bongard_hoi_release/)")
+    parser.add_argument("--images", type=Path, help="image root for episode files (default: <data>/images)")
+    parser.add_argument("--split", required=True)
+    parser.add_argument("--episode", type=int, required=True, help="0-based episode index in the split")
+    parser.add_argument("--out", type=Path, required=True, help="PNG file to write")
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from bongard_hoi.sheet import load_episode_row, save_sheet
+
+    row = load_episode_row(args.data, args.split, args.episode, images=args.images)
+    print(f"wrote {save_sheet(row, args.out)}")
+    return 0
+
+
+def _demo_build(context: DemoContext) -> None:
+    from datasets import load_dataset
+
+    from bongard_hoi.builder import build_hub
+    from bongard_hoi.samples import write_sample
+    from bongard_hoi.sheet import save_sheet
+
+    base = context.out_dir / BENCHMARK
+    native = write_sample(base / "native")
+    context.say(f"wrote the synthetic native layout (nine episode files + HAKE-style image folders) to {native}")
+    hub = build_hub(native, base / "hub")
+    dataset = load_dataset(str(hub), "episodes", cache_dir=str(base / "cache"))
+    sizes = ", ".join(f"{split} {len(rows)}" for split, rows in dataset.items())
+    context.say(f"built {hub} and loaded it with load_dataset: {sizes} episodes")
+    row = dataset["test_seen_obj_seen_act"][0]
+    sheet = save_sheet(row, base / "sheet_test_seen_obj_seen_act_0.png")
+    context.say(f"episode 0 of test_seen_obj_seen_act ({row['concept']}) drawn to {sheet}")
+    context.artifacts["bongard_hoi dataset"] = hub
+    context.artifacts["bongard_hoi episode sheet"] = sheet
+
+
+def _demo_rule(context: DemoContext) -> None:
+    import json
+
+    from datasets import load_dataset
+
+    from bongard_hoi.builder import build_hub
+    from bongard_hoi.formats import TEST_SPLITS
+    from bongard_hoi.predictions import evaluate_prediction_file
+    from bongard_hoi.samples import write_sample
+    from bongard_hoi.simple_rule import predict_split
+
+    base = context.out_dir / BENCHMARK
+    hub = base / "hub"
+    if not (hub / "README.md").is_file():
+        hub = build_hub(write_sample(base / "native"), hub)
+    records = []
+    for split in TEST_SPLITS:
+        rows = load_dataset(str(hub), "episodes", split=split, cache_dir=str(base / "cache"))
+        records += predict_split(rows, split)
+    predictions = base / "colour_rule_predictions.json"
+    _write_json(predictions, records)
+    result = evaluate_prediction_file(predictions, hub)
+    context.say("colour-histogram nearest-prototype rule (no training), scored by hoi-bench evaluate bongard:")
+    for split in TEST_SPLITS:
+        context.result(BENCHMARK, split, "query accuracy (colour rule)", result["accuracy"][split])
+    context.result(BENCHMARK, "test mean", "query accuracy (colour rule)", result["test_mean"])
+    context.say(json.dumps({"test_mean": result["test_mean"], "episode_accuracy": result["episode_accuracy"]}))
+    context.artifacts["bongard_hoi colour-rule predictions"] = predictions

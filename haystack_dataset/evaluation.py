@@ -401,3 +401,44 @@ GOLDEN_ROWS = np.array([
     [7, 2, 0, .10, .10, .60, .10],
 ])
 """Output rows of the golden fixture; pair (2, 1) is deliberately missing."""
+
+
+def discrimination_from_records(predictions: list | None, references: list | None, *, scores=None, predicates=None,
+                                labels=None, present=None, rank_mode: str = "paper",
+                                min_positives: int = DEFAULT_MIN_POSITIVES) -> PredicateDiscrimination:
+    """:func:`predicate_discrimination` from the inputs of the ``p_auc`` / ``pdd`` / ``pdo`` metric modules.
+
+    Record form: ``predictions[i]`` is the score row (n floats) of annotated relation i's pair, or an empty list
+    when the model gave that pair no row; ``references[i]`` is ``{"predicate": p, "label": 1 or 0}``. Array form
+    (fast, skips Arrow): ``scores`` (R, n), ``predicates`` (R,), ``labels`` (R,), optional ``present`` (R,).
+
+    >>> r = discrimination_from_records([[0.9, 0.1], [0.2, 0.8], []],
+    ...     [{"predicate": 0, "label": 1}, {"predicate": 0, "label": 0}, {"predicate": 0, "label": 1}],
+    ...     min_positives=1)
+    >>> float(r.p_auc[0]), float(r.pdd[0])
+    (0.5, 0.5)
+    """
+    if scores is not None:
+        if predicates is None or labels is None:
+            raise PredictionError("the array form needs scores=, predicates= and labels= together")
+        return predicate_discrimination(np.asarray(scores), np.asarray(predicates), np.asarray(labels),
+                                        None if present is None else np.asarray(present, dtype=bool),
+                                        rank_mode=rank_mode, min_positives=min_positives)
+    predictions, references = list(predictions or []), list(references or [])
+    widths = {len(row) for row in predictions if len(row)}
+    if len(widths) != 1:
+        raise PredictionError(f"score rows must all have the same width n (one score per predicate, no no-relation "
+                              f"column); found widths {sorted(widths) or 'none (every row empty)'}")
+    n = widths.pop()
+    present_rows = np.array([len(row) > 0 for row in predictions], dtype=bool)
+    table = np.zeros((len(predictions), n), dtype=np.float64)
+    if present_rows.any():
+        table[present_rows] = np.asarray([row for row in predictions if len(row)], dtype=np.float64)
+    predicate = np.array([ref["predicate"] for ref in references], dtype=np.int64)
+    label = np.array([ref["label"] for ref in references], dtype=np.int64)
+    bad = np.flatnonzero((label != 0) & (label != 1))
+    if len(bad):
+        raise PredictionError(f"reference {int(bad[0])}: label must be 1 (positive) or 0 (negative), "
+                              f"found {int(label[bad[0]])}")
+    return predicate_discrimination(table, predicate, label, present_rows, rank_mode=rank_mode,
+                                    min_positives=min_positives)

@@ -32,7 +32,7 @@ import numpy as np
 
 from hoi_bench.boxes import iou_matrix
 from hoi_bench.errors import PredictionError
-from haystack_dataset.formats import SceneGraphAnnotation
+from haystack_dataset.formats import SceneGraphAnnotation, image_key
 from haystack_dataset.predictions import RecallPrediction
 
 logger = logging.getLogger(__name__)
@@ -51,6 +51,14 @@ class RecallGroundTruth:
     labels: np.ndarray
     relations: np.ndarray
 
+    @classmethod
+    def from_relations(cls, image_id, boxes, labels, relations) -> "RecallGroundTruth":
+        """Ground truth of one image with exact duplicate triplets removed (first occurrence kept), as OpenPSG."""
+        relations = np.asarray(relations, dtype=np.int64).reshape(-1, 3)
+        _, first = np.unique(relations, axis=0, return_index=True)
+        return cls(image_key(image_id), np.asarray(boxes, dtype=np.float64).reshape(-1, 4),
+                   np.asarray(labels, dtype=np.int64), relations[np.sort(first)])
+
 
 def recall_ground_truth(annotation: SceneGraphAnnotation) -> dict[str, RecallGroundTruth]:
     """OpenPSG's GT preparation: images without relations dropped, duplicate triplets removed (first kept).
@@ -65,8 +73,7 @@ def recall_ground_truth(annotation: SceneGraphAnnotation) -> dict[str, RecallGro
     for image in annotation.images:
         if len(image.relations) == 0:
             continue
-        _, first = np.unique(image.relations, axis=0, return_index=True)
-        out[image.key] = RecallGroundTruth(image.key, image.boxes, image.categories, image.relations[np.sort(first)])
+        out[image.key] = RecallGroundTruth.from_relations(image.key, image.boxes, image.categories, image.relations)
     return out
 
 
@@ -88,7 +95,7 @@ def sg_recall(ground_truth: Mapping[str, RecallGroundTruth], predictions: Iterab
     (0.16666666666666666, 0.3333333333333333, 0.3125, 1)
     """
     known = set(ground_truth)
-    annotated = set(annotated)
+    annotated = {image_key(key) for key in annotated}
     hits = {k: [] for k in ks}
     ng_hits = {k: [] for k in ks}
     class_recalls = {k: [[] for _ in range(num_predicates)] for k in ks}

@@ -12,6 +12,7 @@ from PIL import Image
 
 from bongard_hoi.builder import build_hub
 from bongard_hoi.formats import SPLITS, episode_file_name, read_episode_file
+from bongard_hoi.predictions import episode_counts
 from bongard_hoi.samples import ANNOTATION_DIR, IMAGE_DIR, SAMPLE_EPISODE_COUNTS, write_sample
 from hoi_bench.errors import MissingFilesError
 
@@ -22,9 +23,18 @@ def sample(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def built(sample, tmp_path_factory):
-    folder = build_hub(sample, tmp_path_factory.mktemp("hub") / "bongard_hoi")
+def folder(sample, tmp_path_factory):
+    return build_hub(sample, tmp_path_factory.mktemp("hub") / "bongard_hoi")
+
+
+@pytest.fixture(scope="module")
+def built(folder, tmp_path_factory):
     return load_dataset(str(folder), "episodes", cache_dir=str(tmp_path_factory.mktemp("cache")))
+
+
+def test_episode_counts_are_read_from_the_built_folder_and_the_native_files(sample, folder):
+    assert episode_counts(folder) == SAMPLE_EPISODE_COUNTS
+    assert episode_counts(sample / ANNOTATION_DIR) == SAMPLE_EPISODE_COUNTS
 
 
 def test_sample_build_keeps_every_episode_box_and_label(sample, built):

@@ -1,0 +1,207 @@
+"""HHI mAP and Recall@K: matching rules, official-mode quirks, and agreement with the clean-room loop reference."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hoi_bench.boxes import iou_matrix
+from hoi_bench.errors import PredictionError
+from sportshhi.evaluation import EVALUATED_LABEL_IDS, hhi_metrics, paired_iou
+
+
+def _load_loop_reference():
+    """The clean-room reference beside this file (tests/ is not a package, so it is loaded by path)."""
+    spec = importlib.util.spec_from_file_location("sportshhi_loop_reference",
+                                                  Path(__file__).with_name("loop_reference.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.loop_hhi_metrics
+
+
+loop_hhi_metrics = _load_loop_reference()
+
+A = [0.10, 0.10, 0.30, 0.80]
+B = [0.50, 0.10, 0.70, 0.80]
+C = [0.35, 0.20, 0.45, 0.90]
+D = [0.75, 0.05, 0.95, 0.60]
+SHIFTED_A = [0.11, 0.10, 0.31, 0.80]  # IoU with A = 0.19 / 0.21 ≈ 0.905
+
+
+def score(gt, pred, **kwargs):
+    """``gt``: [(key, subject, object, label)]; ``pred``: [(key, subject, object, label, score)]."""
+    gt_cols = list(zip(*gt)) if gt else [[], [], [], []]
+    pred_cols = list(zip(*pred)) if pred else [[], [], [], [], []]
+    return hhi_metrics(list(gt_cols[0]), np.array(gt_cols[1]).reshape(-1, 4), np.array(gt_cols[2]).reshape(-1, 4),
+                       list(gt_cols[3]), list(pred_cols[0]), np.array(pred_cols[1]).reshape(-1, 4),
+                       np.array(pred_cols[2]).reshape(-1, 4), list(pred_cols[3]), list(pred_cols[4]), **kwargs)
+
+
+GT = [("v,0001", A, B, 2), ("v,0001", B, C, 3), ("v,0002", C, D, 2), ("v,0002", D, A, 5), ("w,0001", A, D, 2)]
+
+
+def test_exact_boxes_give_ap_one_and_recall_one():
+    pred = [(k, s, o, label, 0.5 + 0.1 * i) for i, (k, s, o, label) in enumerate(GT)]
+    for official in (False, True):
+        result = score(GT, pred, official=official)
+        assert result["mAP"] == 1.0
+        assert {k: v for k, v in result["ap_per_class"].items() if v is not None} == {"2": 1.0, "3": 1.0, "5": 1.0}
+        assert all(result[f"recall@{k}"] == 1.0 for k in (20, 50, 100, 150))
+
+
+def test_swapped_subject_and_object_is_no_true_positive():
+    pred = [(k, o, s, label, 0.9) for k, s, o, label in GT]
+    result = score(GT, pred)
+    assert result["mAP"] == 0.0 and result["recall@150"] == 0.0
+
+
+def test_prediction_on_keyframe_without_gt_changes_nothing():
+    pred = [(k, s, o, label, 0.5) for k, s, o, label in GT[:3]] + [("v,0003", C, D, 3, 0.7)]
+    distractors = pred + [("x,0009", A, B, 2, 0.99), ("v,0003", A, B, 2, 0.95)]
+    for official in (False, True):
+        assert score(GT, pred, official=official) == score(GT, distractors, official=official)
+
+
+def test_wrong_class_and_low_iou_are_false_positives_and_threshold_is_inclusive():
+    gt = [("v,0001", A, B, 2)]
+    assert score(gt, [("v,0001", A, B, 3, 0.9)], class_whitelist=[2, 3])["ap_per_class"]["2"] == 0.0
+    shifted = [("v,0001", SHIFTED_A, B, 2, 0.9)]
+    iou = float(paired_iou(np.array([SHIFTED_A]), np.array([A]))[0])
+    assert 0.9 < iou < 0.91
+    assert score(gt, shifted, iou_threshold=iou)["mAP"] == 1.0
+    assert score(gt, shifted, iou_threshold=iou + 1e-9)["mAP"] == 0.0
+
+
+def test_a_taken_gt_sends_the_detection_to_the_next_unmatched_gt():
+    # Both GT rows have the same class and overlap the two detections above 0.5; the better-scored detection
+    # takes the GT it overlaps most, and the second one falls back to the other GT (VOC would call it a FP).
+    near_a = [0.10, 0.10, 0.30, 0.75]
+    gt = [("v,0001", A, B, 2), ("v,0001", near_a, B, 2)]
+    pred = [("v,0001", A, B, 2, 0.9), ("v,0001", A, B, 2, 0.8)]
+    result = score(gt, pred)
+    assert result["mAP"] == 1.0 and result["recall@20"] == 1.0
+
+
+def test_hand_computed_average_precision():
+    gt = [("v,0001", A, B, 2), ("v,0002", A, B, 2), ("v,0003", A, B, 2)]
+    pred = [("v,0001", A, B, 2, 0.9), ("v,0002", C, D, 2, 0.8), ("v,0002", A, B, 2, 0.7)]
+    # ranked: TP, FP, TP with 3 GT -> precision 1, 1/2, 2/3 at recall 1/3, 1/3, 2/3 -> AP = 1/3 + 2/9
+    assert score(gt, pred)["mAP"] == pytest.approx(1 / 3 + 2 / 9)
+
+
+def test_official_truncates_gt_to_the_first_k_rows_of_each_keyframe():
+    gt = [("v,0001", A, B, 2), ("v,0001", B, C, 2), ("v,0001", C, D, 2)]
+    pred = [("v,0001", C, D, 2, 0.9), ("v,0001", A, B, 2, 0.8), ("v,0001", B, C, 2, 0.7)]
+    # top-2 predictions: (C, D) and (A, B). Default: 2 hits of 3 GT. Official keeps GT rows 1-2 only, so
+    # (C, D) finds no GT: 1 hit of 2 GT.
+    assert score(gt, pred, ks=[2])["recall@2"] == pytest.approx(2 / 3)
+    assert score(gt, pred, ks=[2], official=True, iou_threshold=0.5)["recall@2"] == pytest.approx(1 / 2)
+    assert score(gt, pred, ks=[3], official=True)["recall@3"] == 1.0
+
+
+def test_official_drops_classes_without_predictions_from_map_and_recall():
+    gt = [("v,0001", A, B, 2), ("v,0001", B, C, 3), ("v,0002", C, D, 5)]
+    pred = [("v,0001", A, B, 2, 0.9), ("v,0002", C, D, 6, 0.8)]  # class 6 predicted but has no GT
+    default = score(gt, pred)
+    official = score(gt, pred, official=True)
+    assert default["ap_per_class"]["2"] == 1.0 and default["ap_per_class"]["3"] == 0.0
+    assert default["ap_per_class"]["6"] is None
+    assert default["mAP"] == pytest.approx(1 / 3)
+    assert default["recall@20"] == pytest.approx(1 / 3)
+    assert official["ap_per_class"]["3"] is None and official["ap_per_class"]["6"] is None
+    assert official["mAP"] == 1.0
+    assert official["recall@20"] == 1.0  # class 2 only: 1 hit / 1 GT; class 6 adds no GT
+
+
+def test_classes_outside_the_whitelist_are_ignored():
+    gt = [("v,0001", A, B, 1), ("v,0001", B, C, 2)]
+    pred = [("v,0001", A, B, 1, 0.9), ("v,0001", B, C, 2, 0.5)]
+    result = score(gt, pred)
+    assert "1" not in result["ap_per_class"] and len(result["ap_per_class"]) == 28
+    assert result["mAP"] == 1.0
+    only_excluded = score([("v,0001", A, B, 1)], [("v,0001", A, B, 2, 0.9)])
+    assert only_excluded["mAP"] is None and only_excluded["recall@20"] is None
+
+
+def test_settings_state_mode_threshold_and_whitelist():
+    assert score(GT, [])["settings"] == {"iou_threshold": 0.5, "official": False,
+                                         "class_whitelist": list(EVALUATED_LABEL_IDS), "ks": [20, 50, 100, 150]}
+    assert score(GT, [], official=True)["settings"]["iou_threshold"] == 0.9
+    assert score(GT, [], official=True, iou_threshold=0.5)["settings"]["iou_threshold"] == 0.5
+
+
+def test_bad_inputs_name_the_row():
+    with pytest.raises(PredictionError, match="row 1"):
+        score(GT, [("v,0001", A, B, 2, 0.5), ("v,0001", A, B, 2, math.nan)])
+    with pytest.raises(PredictionError, match="pred_subject_boxes: row 0"):
+        score(GT, [("v,0001", [0.5, 0.1, 0.2, 0.8], B, 2, 0.5)])
+    with pytest.raises(PredictionError, match="iou_threshold"):
+        score(GT, [], iou_threshold=0.0)
+    with pytest.raises(PredictionError, match="expected 5 values"):
+        hhi_metrics([g[0] for g in GT], [g[1] for g in GT], [g[2] for g in GT], [2, 3], [], [], [], [], [])
+
+
+# --------------------------------------------------------------------------------------------- properties
+
+_GRID = [round(0.1 * i, 1) for i in range(11)]
+
+
+@st.composite
+def _box(draw):
+    x1, x2 = sorted(draw(st.sampled_from(_GRID)) for _ in range(2))
+    y1, y2 = sorted(draw(st.sampled_from(_GRID)) for _ in range(2))
+    return [x1, y1, x2 + (0.05 if x2 == x1 else 0.0), y2 + (0.05 if y2 == y1 else 0.0)]
+
+
+@st.composite
+def _case(draw):
+    keys = [f"v,{i:04d}" for i in range(draw(st.integers(1, 4)))]
+    people = draw(st.lists(_box(), min_size=2, max_size=5))
+    row = st.tuples(st.sampled_from(keys), st.sampled_from(people), st.sampled_from(people), st.integers(1, 4))
+    gt = draw(st.lists(row, max_size=10))
+    jitter = st.sampled_from([0.0, 0.0, 0.02, 0.1])
+    pred = []
+    for key, subject, obj, label in draw(st.lists(row, max_size=25)):
+        shift = draw(jitter)
+        pred.append((key, [v + shift for v in subject], obj, label, draw(st.sampled_from([0.1, 0.5, 0.5, 0.9]))))
+    return gt, pred
+
+
+def _as_reference(gt, pred):
+    gt_cols = tuple(list(c) for c in zip(*gt)) if gt else ([], [], [], [])
+    pred_cols = tuple(list(c) for c in zip(*pred)) if pred else ([], [], [], [], [])
+    return gt_cols, pred_cols
+
+
+def _agree(a, b):
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_agree(a[k], b[k]) for k in a)
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=_case(), official=st.booleans(), threshold=st.sampled_from([0.3, 0.5, 0.9]))
+def test_vectorised_metric_matches_the_loop_reference(case, official, threshold):
+    gt, pred = case
+    ks = (1, 2, 5)
+    fast = score(gt, pred, official=official, iou_threshold=threshold, class_whitelist=[1, 2, 3], ks=ks)
+    fast.pop("settings")
+    slow = loop_hhi_metrics(*_as_reference(gt, pred), official=official, iou_threshold=threshold,
+                            whitelist=[1, 2, 3], ks=ks)
+    assert _agree(fast, slow), (fast, slow)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(_box(), _box()), min_size=1, max_size=8))
+def test_paired_iou_is_the_diagonal_of_iou_matrix(pairs):
+    a = np.array([p[0] for p in pairs])
+    b = np.array([p[1] for p in pairs])
+    assert np.allclose(paired_iou(a, b), np.diag(iou_matrix(a, b, plus_one=False)))
