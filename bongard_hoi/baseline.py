@@ -157,11 +157,67 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return run_with_args(ProtoNetBaseline(args), args)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bongard_hoi.baseline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    return run(parse_args(argv))
+
+
+DEMO_STEPS = 20
+
+
+def demo(context) -> None:
+    """``hoi-bench demo`` step: train ProtoNet for a few steps on the sample episodes, score it with the
+    ``bongard_accuracy`` evaluate module."""
+    import evaluate
+
+    from hoi_bench import metric_path
+    from hoi_bench.training import demo_hub_folder
+
+    def build(hub: Path) -> Path:
+        from bongard_hoi.builder import build_hub
+        from bongard_hoi.samples import write_sample
+
+        return build_hub(write_sample(hub.parent / "native"), hub)
+
+    base = context.out_dir / "bongard_hoi"
+    hub = demo_hub_folder(base, build)
+    results = run(parse_args(["--data", str(hub), "--output-dir", str(base / "protonet"), "--cache-dir",
+                              str(base / "cache"), "--max-steps", str(DEMO_STEPS), "--batch-size", "4",
+                              "--learning-rate", "1e-3", "--checkpointing-steps", str(DEMO_STEPS)]))
+    path = Path(results["overall"]["predictions"])
+    context.say(f"ProtoNet (tiny-random backbone) trained {results['steps']} steps in {results['train_seconds']:.0f} s;"
+                f" predictions: {path}")
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    metric = evaluate.load(metric_path("bongard_accuracy"), "scores")
+    scored = metric.compute(predictions=[e["prediction"] for e in entries],
+                            references=[QUERIES.index(e["query"]) for e in entries],
+                            splits=[e["split"] for e in entries], episodes=[e["episode"] for e in entries])
+    label = f"query accuracy (ProtoNet, {results['steps']} steps)"
+    for split in TEST_SPLITS:
+        context.result("bongard_hoi", split, label, scored["accuracy"][split])
+    context.result("bongard_hoi", "test mean", label, scored["test_mean"])
+    context.artifacts["bongard_hoi ProtoNet predictions"] = path
+
+
+def train_command():
+    """``hoi-bench train bongard_hoi`` (registered by ``bongard_hoi.cli``)."""
+    from hoi_bench.plugins import Command
+
+    return Command("train", "bongard_hoi", "train and evaluate the ProtoNet baseline (accelerate)", configure_parser,
+                   run)
+
+
+def demo_step():
+    """The training demo step (order 52) registered by ``bongard_hoi.cli``."""
+    from hoi_bench.plugins import DemoStep
+
+    return DemoStep("bongard_hoi: train the ProtoNet baseline a few steps, score it with bongard_accuracy", 52, demo)
 
 
 if __name__ == "__main__":

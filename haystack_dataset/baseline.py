@@ -282,11 +282,89 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return run_with_args(PredClsBaseline(args), args)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m haystack_dataset.baseline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    return run(parse_args(argv))
+
+
+DEMO_STEPS = 10
+
+
+def demo(context) -> None:
+    """``hoi-bench demo`` step: train the PredCls classifier a few steps on the sample's ``psg`` train split, then
+    score its Haystack NPY with the ``p_auc``/``pdd``/``pdo`` modules and its recall JSON with ``sg_recall``."""
+    import warnings
+
+    import evaluate
+
+    from haystack_dataset.evaluation import HaystackInputWarning, annotated_relations, relation_scores
+    from haystack_dataset.predictions import read_haystack_npy, read_recall_predictions
+    from hoi_bench import metric_path
+    from hoi_bench.training import demo_hub_folder
+
+    def build(hub: Path) -> Path:
+        from haystack_dataset.builder import build
+        from haystack_dataset.samples import write_sample
+
+        return build(write_sample(hub.parent / "native").root, hub)
+
+    base = context.out_dir / "haystack"
+    hub = demo_hub_folder(base, build)
+    args = parse_args(["--data", str(hub), "--output-dir", str(base / "predcls"), "--cache-dir", str(base / "cache"),
+                       "--max-steps", str(DEMO_STEPS), "--batch-size", "4", "--learning-rate", "1e-3",
+                       "--checkpointing-steps", str(DEMO_STEPS)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HaystackInputWarning)  # predicates without negatives in the tiny sample
+        results = run(args)
+        label = f"(PredCls classifier, {results['steps']} steps)"
+        baseline = PredClsBaseline(args)
+        npy = Path(results["splits"][HAYSTACK_SPLIT]["predictions"])
+        annotation = annotation_from_rows(baseline._split(HAYSTACK_SPLIT), negatives=True)
+        relations = annotated_relations(annotation)
+        scores, present = relation_scores(relations, read_haystack_npy(npy), len(annotation.predicate_classes))
+        for name in ("p_auc", "pdd", "pdo"):
+            value = evaluate.load(metric_path(name)).compute(
+                predictions=[], references=[], scores=scores, predicates=relations.predicate, labels=relations.label,
+                present=present, predicate_names=annotation.predicate_classes)
+            context.result("haystack", "test", f"{name.upper().replace('_', '-')} {label}", value[name])
+    recall_file = Path(results["splits"][PSG_SPLIT]["predictions"])
+    psg_test = baseline._split(PSG_SPLIT)
+    references = [{"image_id": row["image_id"], "boxes": [s["box"] for s in row["segments"]],
+                   "labels": [s["category"] for s in row["segments"]],
+                   "relations": [[r["subject"], r["object"], r["predicate"]] for r in row["relations"]]}
+                  for row in psg_test.select_columns(["image_id", "segments", "relations"])]
+    predictions = [{"image_id": str(p.image_id), "pairs": p.pairs.tolist(), "predicate_scores":
+                    p.predicate_scores.tolist(), "boxes": [], "labels": [], "object_scores": []}
+                   for p in read_recall_predictions(recall_file)]
+    recall = evaluate.load(metric_path("sg_recall")).compute(predictions=predictions, references=references)
+    for name in ("R@20", "mR@20"):
+        context.result("psg", "test", f"{name} {label}", recall[name])
+    context.say(f"PredCls classifier trained {results['steps']} steps in {results['train_seconds']:.0f} s; "
+                f"outputs {npy.name}, {recall_file.name}")
+    context.artifacts["haystack PredCls NPY"] = npy
+    context.artifacts["psg PredCls recall JSON"] = recall_file
+
+
+def train_command():
+    """``hoi-bench train haystack`` (registered by ``haystack_dataset.cli``)."""
+    from hoi_bench.plugins import Command
+
+    return Command("train", "haystack", "train and evaluate the PredCls relation baselines (accelerate)",
+                   configure_parser, run)
+
+
+def demo_step():
+    """The training demo step (order 51) registered by ``haystack_dataset.cli``."""
+    from hoi_bench.plugins import DemoStep
+
+    return DemoStep("haystack: train the PredCls classifier a few steps, score it with p_auc/pdd/pdo/sg_recall",
+                    51, demo)
 
 
 if __name__ == "__main__":
