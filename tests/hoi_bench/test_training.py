@@ -26,7 +26,7 @@ from hoi_bench.training import (
     TrainingConfig,
     add_training_arguments,
     find_checkpoint,
-    launch,
+    run_with_args,
     run_training,
 )
 
@@ -197,7 +197,7 @@ def test_runs_through_accelerate_launch(tmp_path):
 def _script_main(argv=None) -> None:
     parser = argparse.ArgumentParser(description="toy baseline (test of hoi_bench.training)")
     add_training_arguments(parser, batch_size=4, log_every=1)
-    launch(lambda args: ToyBaseline(), argv, parser)
+    run_with_args(ToyBaseline(), parser.parse_args(argv))
 
 
 if __name__ == "__main__":
