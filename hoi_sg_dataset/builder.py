@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
+from tqdm.auto import tqdm
 
 from hoi_bench.errors import ConfigError, FormatError, MissingFilesError
 from hoi_bench.images import embedded_image, image_size
@@ -247,11 +248,12 @@ class HoiSgBuilder(datasets.GeneratorBasedBuilder):
         root = dataset_root(config.data_dir, config.dataset)
         train, test = self._records(root)
         self.provenance.stats = {"train": split_stats(train, config.dataset), "test": split_stats(test, config.dataset)}
-        if config.with_images:
-            self._check_images(root, train + test)
+        sizes = self._check_images(root, train + test) if config.with_images else [None] * (len(train) + len(test))
         return [
-            datasets.SplitGenerator(name=datasets.Split.TRAIN, gen_kwargs={"records": train, "root": str(root)}),
-            datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"records": test, "root": str(root)}),
+            datasets.SplitGenerator(name=datasets.Split.TRAIN,
+                                    gen_kwargs={"records": train, "sizes": sizes[:len(train)], "root": str(root)}),
+            datasets.SplitGenerator(name=datasets.Split.TEST,
+                                    gen_kwargs={"records": test, "sizes": sizes[len(train):], "root": str(root)}),
         ]
 
     def _records(self, root: Path) -> tuple[list[ImageRecord], list[ImageRecord]]:
@@ -298,25 +300,38 @@ class HoiSgBuilder(datasets.GeneratorBasedBuilder):
         self.provenance = Provenance(source, {str(p.relative_to(root)): sha256(p) for p in files}, seed,
                                      sorted(held_out), dropped)
 
-    def _check_images(self, root: Path, records: list[ImageRecord]) -> None:
-        missing = []
-        for record in records:
+    def _check_images(self, root: Path, records: list[ImageRecord]) -> list[tuple[int, int]]:
+        """``(width, height)`` of every record's image, read from the file headers before any row is written;
+        missing images raise one ``MissingFilesError``, unreadable ones one ``FormatError``."""
+        missing, unreadable, sizes = [], [], []
+        progress = tqdm(records, desc=f"checking {self.config.name} images", unit="image", leave=False,
+                        disable=len(records) < 1000)
+        for record in progress:
             path = image_path(root, self.config.dataset, record)
             if not path.is_file():
                 missing.append(str(path.relative_to(root)))
+                continue
+            try:
+                sizes.append(image_size(path))
+            except FormatError:
+                unreadable.append(str(path.relative_to(root)))
         if missing:
             raise MissingFilesError(str(root), missing, what="images",
                                     hint="or build annotation-only configs with --no-images (with_images=False)")
+        if unreadable:
+            raise FormatError(str(root / unreadable[0]), f"not a readable image ({len(unreadable)} unreadable, "
+                              f"first: {', '.join(unreadable[:5])})", expected="a JPEG/PNG file")
+        return sizes
 
-    def _generate_examples(self, records: list[ImageRecord], root: str):
+    def _generate_examples(self, records: list[ImageRecord], sizes: list, root: str):
+        """Rows of ``records``; ``sizes`` (checked image sizes) is a parallel list so ``num_proc`` shards both."""
         root_path = Path(root)
         dataset, with_images = self.config.dataset, self.config.with_images
-        for record in records:
+        for record, size in zip(records, sizes):
             row = record_to_row(record, dataset)
             if with_images:
-                path = image_path(root_path, dataset, record)
-                row["width"], row["height"] = image_size(path)
-                row["image"] = embedded_image(path)
+                row["width"], row["height"] = size
+                row["image"] = embedded_image(image_path(root_path, dataset, record))
             yield record.file_name, row
 
 

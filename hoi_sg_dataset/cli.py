@@ -27,12 +27,11 @@ def register(registry: Registry) -> None:
 
 
 def _configure_build(parser: argparse.ArgumentParser) -> None:
-    from hoi_sg_dataset.builder import CONFIG_NAMES
-
     parser.add_argument("--data-dir", type=Path, required=True,
                         help="local copy of HICO-DET and/or V-COCO (see docs/hoi_sg.md for the layout)")
     parser.add_argument("--config", action="append", dest="configs", metavar="NAME",
-                        help=f"config to build, repeatable (default: all the data allows): {', '.join(CONFIG_NAMES)}")
+                        help="config to build, repeatable: hico_split1..3, vcoco_split1..3, hico, vcoco "
+                             "(default: every config the data allows)")
     parser.add_argument("--out", type=Path, default=Path("hoi_sg"), help="Hub folder to write or extend")
     parser.add_argument("--no-images", action="store_true", help="annotation-only configs: no image files needed")
     parser.add_argument("--num-proc", type=int, default=None, help="processes for reading and embedding images")

@@ -17,7 +17,7 @@ import datasets
 
 import hoi_bench
 from hoi_bench.hub import CardSpec, build_hub_folder
-from hoi_bench.errors import DataError
+from hoi_bench.errors import DataError, HoiBenchError
 from hoi_sg_dataset.builder import (CITATION, CONFIG_NAMES, LICENSE, RELEASE_NOTES, UPSTREAM_COMMIT, VERSION,
                                     HoiSgBuilder, buildable_configs, check_config_names)
 from hoi_sg_dataset.stats import combination_table
@@ -41,10 +41,27 @@ def build_hoi_sg(
         configs = buildable_configs(data_dir)
     logger.info("building %s from %s into %s", ", ".join(configs), data_dir, out_dir)
     order = {name: i for i, name in enumerate(CONFIG_NAMES)}
-    return build_hub_folder(HoiSgBuilder, sorted(configs, key=order.get), out_dir, card_spec(),
-                            data_dir=data_dir, num_proc=num_proc, config_card=config_card,
-                            default_config="hico_split1" if "hico_split1" in configs else None,
-                            with_images=with_images)
+    try:
+        return build_hub_folder(HoiSgBuilder, sorted(configs, key=order.get), out_dir, card_spec(),
+                                data_dir=data_dir, num_proc=num_proc, config_card=config_card,
+                                default_config="hico_split1" if "hico_split1" in configs else None,
+                                with_images=with_images)
+    except datasets.exceptions.DatasetGenerationError as error:
+        cause = _hoi_bench_cause(error)
+        if cause is None:
+            raise
+        raise cause from error
+
+
+def _hoi_bench_cause(error: BaseException) -> HoiBenchError | None:
+    """The hoi-bench error (e.g. an unreadable image) that ``datasets`` wrapped while generating rows."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, HoiBenchError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def card_spec() -> CardSpec:
