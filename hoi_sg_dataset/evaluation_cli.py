@@ -5,8 +5,152 @@ Kept apart from ``cli.py`` (datasets, splits, stats) so the metric commands can 
 
 from __future__ import annotations
 
-from hoi_bench.plugins import Registry
+import argparse
+from pathlib import Path
+
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry
+from hoi_bench.report import format_table
+
+BENCHMARK = "hoi_sg"
+HOI_MAP_KEYS = ("mAP", "mAP_rare", "mAP_non_rare", "mean_max_recall")
+VCOCO_MAP_KEYS = ("mAP_all", "mAP_thesis", "mAP_thesis_present")
 
 
 def register(registry: Registry) -> None:
     """Add the HOI metric commands and demo steps to ``registry``."""
+    registry.add_command(Command("evaluate", "hoi_map", "HICO-DET(-SG) HOI detection mAP of a PPDM/QPIC prediction file",
+                                 _configure_hoi_map, _run_hoi_map))
+    registry.add_command(Command("evaluate", "vcoco_map", "V-COCO(-SG) role mAP of a PPDM/QPIC prediction file",
+                                 _configure_vcoco_map, _run_vcoco_map))
+    registry.add_demo_step(DemoStep("hoi_sg: score a simple rule with hoi_map and vcoco_map", 30, run_demo))
+
+
+def _common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--references", type=Path, required=True, help="GT annotation file (PPDM/QPIC JSON)")
+    parser.add_argument("--predictions", type=Path, required=True,
+                        help="prediction file: JSON list of {file_name, predictions, hoi_prediction} (.json or .json.gz)")
+    parser.add_argument("--top-k", type=_top_k, default="default", metavar="N|none",
+                        help="per-image cut by score (default: 100 for qpic, none for ho-rcnn)")
+    parser.add_argument("--output", type=Path, help="write the result as JSON here")
+    parser.add_argument("--per-class", action="store_true", help="also print the AP of every class")
+
+
+def _top_k(text: str) -> int | str | None:
+    if text.lower() in ("none", "default"):
+        return None if text.lower() == "none" else "default"
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("top-k must be a positive integer or 'none'")
+    return value
+
+
+def _configure_hoi_map(parser: argparse.ArgumentParser) -> None:
+    _common_arguments(parser)
+    parser.add_argument("--train-references", type=Path, help="training annotation file, for rare / non-rare")
+    parser.add_argument("--protocol", choices=("qpic", "ho-rcnn"), default="qpic",
+                        help="qpic: QPIC hico_eval.py (default); ho-rcnn: official MATLAB rules")
+    parser.add_argument("--known-object", action="store_true", help="ho-rcnn known-object mode")
+
+
+def _configure_vcoco_map(parser: argparse.ArgumentParser) -> None:
+    _common_arguments(parser)
+
+
+def _summary_rows(result: dict, keys: tuple[str, ...]) -> list[list]:
+    return [[key, result[key], result.get("reasons", {}).get(key, "")] for key in keys]
+
+
+def hoi_map_table(result: dict, per_class: bool = False) -> str:
+    """The terminal report of a ``hoi_map`` result."""
+    from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs
+
+    text = format_table(["metric", "value", "note"], _summary_rows(result, HOI_MAP_KEYS))
+    text += f"\n({result['num_classes']} classes, protocol {result['protocol']})"
+    if per_class:
+        objects, verbs = coco_objects(), hico_verbs()
+        rows = []
+        for key, ap in result["ap_per_triplet"].items():
+            subject, obj, verb = (int(v) for v in key.split("_"))
+            name = f"{_name(objects, subject)} {_name(verbs, verb)} {_name(objects, obj)}"
+            rows.append([key, name, ap])
+        text += "\n\n" + format_table(["triplet", "name", "AP"], rows)
+    return text
+
+
+def vcoco_map_table(result: dict, per_class: bool = False) -> str:
+    """The terminal report of a ``vcoco_map`` result."""
+    from hoi_sg_dataset.vocabulary import vcoco_verbs
+
+    text = format_table(["metric", "value", "note"], _summary_rows(result, VCOCO_MAP_KEYS))
+    if per_class:
+        verbs = vcoco_verbs()
+        rows = [[key, _name(verbs, int(key)), ap] for key, ap in result["ap_per_verb"].items()]
+        text += "\n\n" + format_table(["verb", "name", "AP"], rows)
+    return text
+
+
+def _name(vocabulary, raw_id: int) -> str:
+    return vocabulary.name_of(raw_id) if raw_id in vocabulary else str(raw_id)
+
+
+def _write_output(path: Path | None, result: dict) -> None:
+    if path is not None:
+        from hoi_sg_dataset.formats import write_json_atomic
+
+        write_json_atomic(path, result)
+        print(f"\nwrote {path}")
+
+
+def _run_hoi_map(args: argparse.Namespace) -> int:
+    from hoi_sg_dataset.predictions import hoi_map_files
+
+    result = hoi_map_files(args.references, args.predictions, train_references=args.train_references,
+                           protocol=args.protocol, top_k=args.top_k, known_object=args.known_object)
+    print(hoi_map_table(result, args.per_class))
+    _write_output(args.output, result)
+    return 0
+
+
+def _run_vcoco_map(args: argparse.Namespace) -> int:
+    from hoi_sg_dataset.predictions import vcoco_map_files
+
+    result = vcoco_map_files(args.references, args.predictions, top_k=args.top_k)
+    print(vcoco_map_table(result, args.per_class))
+    _write_output(args.output, result)
+    return 0
+
+
+def run_demo(context: DemoContext) -> None:
+    """Make split 1 of the synthetic sample, predict with the verb-prior rule, score it as the CLI does."""
+    from hoi_sg_dataset.formats import write_annotations, write_json_atomic
+    from hoi_sg_dataset.predictions import hoi_map_files, vcoco_map_files, verb_prior_predictions
+    from hoi_sg_dataset.samples import sample_plan
+    from hoi_sg_dataset.splits import make_split
+
+    base = context.out_dir / "hoi_sg_metrics"
+    plan = sample_plan()
+    for dataset, trainval, test, seed in (("hico", plan.hico_trainval, plan.hico_test, 368),
+                                          ("vcoco", plan.vcoco_trainval, plan.vcoco_test, 564)):
+        split = make_split(trainval, test, dataset, seed=seed)
+        train_path = write_annotations(base / f"trainval_{dataset}_sg1.json", split.trainval, dataset)
+        test_path = write_annotations(base / f"test_{dataset}_sg1.json", split.test, dataset)
+        pred_path = write_json_atomic(base / f"predictions_{dataset}_sg1.json",
+                                      verb_prior_predictions(split.trainval, split.test))
+        context.say(f"{dataset} split sg1 (seed {seed}): {len(split.test)} test images, "
+                    f"{len(split.test_combinations)} held-out combinations; verb-prior predictions in {pred_path.name}")
+        if dataset == "hico":
+            for protocol in ("qpic", "ho-rcnn"):
+                result = hoi_map_files(test_path, pred_path, train_references=train_path, protocol=protocol)
+                context.say(f"hoi-bench evaluate hoi_map --protocol {protocol} --references {test_path.name} "
+                            f"--predictions {pred_path.name} --train-references {train_path.name}")
+                for line in hoi_map_table(result).splitlines():
+                    context.say(f"  {line}")
+                context.result(f"{BENCHMARK}/hico_split1", "test", f"hoi_map mAP ({protocol})", result["mAP"])
+        else:
+            result = vcoco_map_files(test_path, pred_path)
+            context.say(f"hoi-bench evaluate vcoco_map --references {test_path.name} --predictions {pred_path.name}")
+            for line in vcoco_map_table(result).splitlines():
+                context.say(f"  {line}")
+            context.result(f"{BENCHMARK}/vcoco_split1", "test", "vcoco_map mAP_all", result["mAP_all"])
+            context.result(f"{BENCHMARK}/vcoco_split1", "test", "vcoco_map mAP_thesis", result["mAP_thesis"])
+    context.artifacts["hoi_sg metric inputs (GT + rule predictions)"] = base

@@ -1,0 +1,70 @@
+"""`hoi-bench evaluate hoi_map|vcoco_map` and the metrics demo step: readable tables, JSON contract, clean errors."""
+
+from __future__ import annotations
+
+import json
+
+from hoi_bench import cli
+from hoi_bench.plugins import DemoContext
+from hoi_sg_dataset import evaluation_cli
+
+GT = [{"file_name": "HICO_test2015_00000001.jpg",
+       "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 37}],
+       "annotations": [{"bbox": [10, 10, 50, 90], "category_id": 1}, {"bbox": [40, 40, 80, 80], "category_id": 47}]}]
+PRED = [{"file_name": "HICO_test2015_00000001.jpg", "predictions": GT[0]["annotations"],
+         "hoi_prediction": [{"subject_id": 0, "object_id": 1, "category_id": 37, "score": 0.9}]}]
+
+
+def files(tmp_path, gt=GT, pred=PRED):
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    (tmp_path / "pred.json").write_text(json.dumps(pred))
+    return ["--references", str(tmp_path / "gt.json"), "--predictions", str(tmp_path / "pred.json")]
+
+
+def test_hoi_map_prints_a_table_and_writes_the_public_keys(tmp_path, capsys):
+    out = tmp_path / "out.json"
+    assert cli.main(["evaluate", "hoi_map", *files(tmp_path), "--output", str(out), "--per-class"]) == 0
+    printed = capsys.readouterr().out
+    assert "mAP              1.0000" in printed
+    assert "no training annotations given" in printed
+    assert "1_47_37  person hold cup  1.0000" in printed
+    result = json.loads(out.read_text())
+    assert {"mAP", "mAP_rare", "mAP_non_rare", "mean_max_recall", "ap_per_triplet"} <= result.keys()
+    assert result["mAP_rare"] is None and list(result["ap_per_triplet"]) == ["1_47_37"]
+
+
+def test_vcoco_map_writes_the_public_keys(tmp_path, capsys):
+    gt = [dict(GT[0], file_name="COCO_val2014_000000000001.jpg",
+               hoi_annotation=[{"subject_id": 0, "object_id": 1, "category_id": 0}])]
+    pred = [dict(PRED[0], file_name="COCO_val2014_000000000001.jpg",
+                 hoi_prediction=[{"subject_id": 0, "object_id": 1, "category_id": 0, "score": 0.9}])]
+    out = tmp_path / "out.json"
+    assert cli.main(["evaluate", "vcoco_map", *files(tmp_path, gt, pred), "--output", str(out), "--top-k", "none"]) == 0
+    assert "mAP_all" in capsys.readouterr().out
+    result = json.loads(out.read_text())
+    assert {"mAP_all", "mAP_thesis", "ap_per_verb"} <= result.keys() and list(result["ap_per_verb"]) == ["0"]
+
+
+def test_prediction_for_an_unknown_image_exits_2_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "out.json"
+    pred = [dict(PRED[0], file_name="HICO_test2015_00000777.jpg")]
+    assert cli.main(["evaluate", "hoi_map", *files(tmp_path, GT, pred), "--output", str(out)]) == 2
+    assert "image not in the references" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_nan_score_exits_2_naming_the_field(tmp_path, capsys):
+    pred = [dict(PRED[0], hoi_prediction=[dict(PRED[0]["hoi_prediction"][0], score=float("nan"))])]
+    assert cli.main(["evaluate", "hoi_map", *files(tmp_path, GT, pred)]) == 2
+    assert "field 'hoi_prediction[0].score'" in capsys.readouterr().err
+
+
+def test_demo_step_scores_the_rule_on_the_sample(tmp_path):
+    said = []
+    context = DemoContext(out_dir=tmp_path, say=said.append)
+    evaluation_cli.run_demo(context)
+    metrics = {(row.benchmark, row.metric): row.value for row in context.rows}
+    assert 0 < metrics[("hoi_sg/hico_split1", "hoi_map mAP (qpic)")] < 1
+    assert 0 < metrics[("hoi_sg/vcoco_split1", "vcoco_map mAP_all")] < 1
+    assert any("hoi-bench evaluate hoi_map" in line for line in said)
+    assert (tmp_path / "hoi_sg_metrics" / "predictions_hico_sg1.json").is_file()
