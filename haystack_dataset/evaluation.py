@@ -193,15 +193,19 @@ def predicate_ranks(scores: np.ndarray, predicate: np.ndarray, present: np.ndarr
     _check_rank_mode(rank_mode)
     scores = np.asarray(scores, dtype=np.float64)
     predicate = np.asarray(predicate, dtype=np.int64)
+    own = scores[np.arange(len(predicate)), predicate]
+    return _ranks(scores, predicate, own, present, rank_mode)
+
+
+def _ranks(scores: np.ndarray, predicate: np.ndarray, own: np.ndarray, present: np.ndarray | None,
+           rank_mode: str) -> np.ndarray:
     n = scores.shape[1]
-    own = scores[np.arange(len(predicate)), predicate][:, None]
-    if rank_mode == "paper":
-        ranks = (scores >= own).sum(axis=1) - 1
-    else:
-        ranks = (scores[:, : n - 1] >= own).sum(axis=1) - (predicate < n - 1)
+    ranks = np.count_nonzero(scores >= own[:, None], axis=1) - 1  # the predicate itself is always counted once
+    if rank_mode == "official":  # drop the last column from the competitors, unless it is the predicate itself
+        ranks -= (scores[:, n - 1] >= own) & (predicate < n - 1)
     if present is not None:
         ranks = np.where(present, ranks, n - 1)
-    return ranks.astype(np.int64)
+    return ranks.astype(np.int64, copy=False)
 
 
 @dataclass
@@ -262,7 +266,7 @@ def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: n
     _check_rank_mode(rank_mode)
     scores = np.asarray(scores, dtype=np.float64)
     predicate = np.asarray(predicate, dtype=np.int64)
-    label = np.asarray(label).astype(bool)
+    label = np.asarray(label).astype(bool).astype(np.int64)
     if scores.ndim != 2 or scores.shape[0] != len(predicate) or len(label) != len(predicate):
         raise PredictionError(f"scores must be (R, n) with R = len(predicate) = len(label); found scores "
                               f"{scores.shape}, {len(predicate)} predicates, {len(label)} labels")
@@ -273,7 +277,7 @@ def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: n
     if len(out_of_range):
         raise PredictionError(f"relation {int(out_of_range[0])}: predicate index out of range (expected 0 <= "
                               f"predicate < {n}, found {int(predicate[out_of_range[0]])})")
-    if np.isnan(scores).any():
+    if np.isnan(scores.min(initial=0.0)):  # min propagates NaN: one pass, no temporary mask
         raise PredictionError(f"relation {int(np.flatnonzero(np.isnan(scores).any(axis=1))[0])}: NaN score")
     if present is None:
         present = np.ones(len(predicate), dtype=bool)
@@ -282,19 +286,20 @@ def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: n
         notes.append(_warn(f"official rank mode: the last predicate (index {n - 1}) is annotated "
                            f"{int((predicate == n - 1).sum())} times; the released script crashes here, so it is "
                            f"ranked among the first {n - 1} columns"))
-    ranks = predicate_ranks(scores, predicate, present, rank_mode=rank_mode)
     own = np.where(present, scores[np.arange(len(predicate)), predicate], 0.0)
+    ranks = _ranks(scores, predicate, own, present, rank_mode)
 
-    positives = np.bincount(predicate[label], minlength=n)
-    negatives = np.bincount(predicate[~label], minlength=n)
+    # one histogram over (predicate, rank, label) gives the counts, |T_k ∩ P| and |T_k| of every predicate
+    hist = np.bincount((predicate * n + ranks) * 2 + label, minlength=2 * n * n).reshape(n, n, 2)
+    hist_neg, hist_pos = hist[:, :, 0], hist[:, :, 1]
+    positives = hist_pos.sum(axis=1)
+    negatives = hist_neg.sum(axis=1)
     reported = positives >= min_positives
     lacking = np.flatnonzero(reported & (negatives == 0))
     if len(lacking):
         notes.append(_warn(f"{len(lacking)} reported predicates have positives but no negatives (first: predicate index "
                            f"{int(lacking[0])}); their P-AUC is undefined (NaN), PDD/PDO are still computed"))
 
-    hist_pos = np.bincount(predicate[label] * n + ranks[label], minlength=n * n).reshape(n, n)
-    hist_neg = np.bincount(predicate[~label] * n + ranks[~label], minlength=n * n).reshape(n, n)
     true_in_top = np.cumsum(hist_pos, axis=1)[:, : n - 1]          # |T_k ∩ P| for k = 1..n-1
     in_top = true_in_top + np.cumsum(hist_neg, axis=1)[:, : n - 1]  # |T_k|
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -302,14 +307,16 @@ def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: n
         precision = np.where(in_top > 0, true_in_top / np.maximum(in_top, 1), 1.0)
     pdd = np.where(reported, 1.0 - recall.mean(axis=1), np.nan)
     pdo = np.where(reported, 1.0 - precision.mean(axis=1), np.nan)
-    auc = np.where(reported, _auc_by_group(own, predicate, label, n, positives, negatives), np.nan)
+    auc = np.where(reported, _auc_by_group(own, predicate, label.astype(bool), n, positives, negatives), np.nan)
     return PredicateDiscrimination(auc, pdd, pdo, positives, negatives, reported, rank_mode, min_positives, notes)
 
 
 def _auc_by_group(score: np.ndarray, group: np.ndarray, label: np.ndarray, n: int, positives: np.ndarray,
                   negatives: np.ndarray) -> np.ndarray:
     """Mann-Whitney ROC-AUC of ``score`` within each group, ties counted 1/2, via mid-ranks of one lexsort."""
-    order = np.lexsort((score, group))
+    by_score = np.argsort(score)                        # then a stable (radix) sort by group = lexsort, faster
+    small = group.astype(np.int16) if n < 2 ** 15 else group
+    order = by_score[np.argsort(small[by_score], kind="stable")]
     g, s = group[order], score[order]
     if len(order) == 0:
         return np.full(n, np.nan)

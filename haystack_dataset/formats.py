@@ -192,6 +192,10 @@ def _parse_image(record: Any, index: int, source: str | None, num_objects: int, 
         if key not in record:
             raise FormatError(source, "missing key", record=index, field=key, expected=f"keys {list(required)}",
                               found=sorted(record))
+    for key in ("height", "width"):
+        if not isinstance(record[key], int) or isinstance(record[key], bool) or record[key] <= 0:
+            raise FormatError(source, "not a positive integer", record=index, field=key, expected="pixels > 0",
+                              found=record[key])
     segments = record["segments_info"]
     annotations = record["annotations"]
     if not isinstance(segments, list) or not isinstance(annotations, list) or len(segments) != len(annotations):

@@ -1,0 +1,215 @@
+"""P-AUC / PDD / PDO: the official script's numbers on the golden fixture, properties, crash inputs, bad inputs."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import roc_auc_score
+
+from hoi_bench.errors import FormatError, PredictionError
+from haystack_dataset.evaluation import (GOLDEN_ANNOTATION, GOLDEN_ROWS, HaystackInputWarning, annotated_relations,
+                                         haystack_scores, predicate_discrimination)
+from haystack_dataset.formats import parse_annotation
+
+_spec = importlib.util.spec_from_file_location("loop_reference", Path(__file__).with_name("loop_reference.py"))
+loop_reference = importlib.util.module_from_spec(_spec)
+sys.modules["loop_reference"] = loop_reference
+_spec.loader.exec_module(loop_reference)
+
+
+def golden(**changes):
+    raw = copy.deepcopy(GOLDEN_ANNOTATION)
+    raw["data"][0].update(changes)
+    return parse_annotation(raw)
+
+
+# ------------------------------------------------------------------------------------------- golden fixture
+
+
+def test_official_mode_reproduces_the_released_script_on_the_golden_fixture():
+    report = haystack_scores(golden(), GOLDEN_ROWS, rank_mode="official")
+    assert list(report["per_predicate"]) == ["on"]              # holding/chasing have < 4 positives
+    on = report["per_predicate"]["on"]
+    assert (on["positives"], on["negatives"]) == (4, 3)
+    assert on["p_auc"] == pytest.approx(0.75)
+    assert on["pdd"] == pytest.approx(0.25)
+    assert on["pdo"] == pytest.approx(0.3055555555555557)
+    assert report["mean"] == pytest.approx({"p_auc": 0.75, "pdd": 0.25, "pdo": 0.3055555555555557})
+    assert report["rank_mode"] == "official"
+
+
+def test_paper_mode_ranks_over_all_predicates_on_the_golden_fixture():
+    report = haystack_scores(golden(), GOLDEN_ROWS)
+    assert report["rank_mode"] == "paper" and "tie_rule" in report
+    assert report["mean"] == pytest.approx({"p_auc": 0.75, "pdd": 0.416667, "pdo": 0.333333}, abs=1e-6)
+
+
+def test_string_and_numeric_image_ids_match():
+    report = haystack_scores(golden(image_id="7"), GOLDEN_ROWS, rank_mode="official")
+    assert report["mean"]["pdd"] == pytest.approx(0.25)
+
+
+def test_minus_one_predicates_are_skipped():
+    assert annotated_relations(golden()).skipped_no_predicate == 1
+
+
+# ----------------------------------------------------------------------------------------------- properties
+
+
+def _random_case(seed: int, n: int, size: int, tie_levels: int | None):
+    rng = np.random.default_rng(seed)
+    scores = rng.random((size, n))
+    if tie_levels:
+        scores = np.round(scores * tie_levels) / tie_levels
+    predicates = rng.integers(0, n, size)
+    labels = rng.integers(0, 2, size)
+    present = rng.random(size) > 0.15
+    scores[~present] = 0.0
+    return scores, predicates, labels, present
+
+
+_IGNORE_INPUT_WARNINGS = pytest.mark.filterwarnings("ignore::haystack_dataset.evaluation.HaystackInputWarning")
+
+
+@_IGNORE_INPUT_WARNINGS
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 7), st.integers(2, 80), st.sampled_from([None, 3, 10]))
+def test_p_auc_equals_sklearn_and_is_invariant_to_increasing_transforms(seed, n, size, tie_levels):
+    scores, predicates, labels, present = _random_case(seed, n, size, tie_levels)
+    result = predicate_discrimination(scores, predicates, labels, present, min_positives=1)
+    for p in range(n):
+        mask = predicates == p
+        y = labels[mask]
+        if y.sum() >= 1 and (y == 0).sum() >= 1:
+            assert result.p_auc[p] == pytest.approx(roc_auc_score(y, scores[mask, p]), abs=1e-12)
+        elif result.reported[p]:
+            assert np.isnan(result.p_auc[p])
+    # every row present here: a missing row's fixed score 0 is not part of the model's scores
+    raw = predicate_discrimination(scores, predicates, labels, min_positives=1)
+    transformed = predicate_discrimination(np.exp(3 * scores) + scores ** 3, predicates, labels, min_positives=1)
+    np.testing.assert_allclose(transformed.p_auc, raw.p_auc, equal_nan=True, atol=1e-12)
+    np.testing.assert_allclose(transformed.pdd, raw.pdd, equal_nan=True, atol=1e-12)
+    np.testing.assert_allclose(transformed.pdo, raw.pdo, equal_nan=True, atol=1e-12)
+
+
+@_IGNORE_INPUT_WARNINGS
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 7), st.integers(1, 80), st.sampled_from([None, 2, 5]),
+       st.sampled_from(["paper", "official"]), st.integers(1, 4))
+def test_pdd_pdo_lie_in_unit_interval_and_equal_the_loop_reference(seed, n, size, tie_levels, rank_mode, min_pos):
+    scores, predicates, labels, present = _random_case(seed, n, size, tie_levels)
+    result = predicate_discrimination(scores, predicates, labels, present, rank_mode=rank_mode,
+                                      min_positives=min_pos)
+    rows = [row.tolist() if keep else None for row, keep in zip(scores, present)]
+    reference = loop_reference.loop_metrics(rows, predicates.tolist(), labels.tolist(), n, rank_mode=rank_mode,
+                                            min_positives=min_pos)
+    assert sorted(reference) == np.flatnonzero(result.reported).tolist()
+    for p, values in reference.items():
+        assert 0.0 <= result.pdd[p] <= 1.0 and 0.0 <= result.pdo[p] <= 1.0
+        assert result.pdd[p] == pytest.approx(values["pdd"], abs=1e-12)
+        assert result.pdo[p] == pytest.approx(values["pdo"], abs=1e-12)
+        if values["p_auc"] is None:
+            assert np.isnan(result.p_auc[p])
+        else:
+            assert result.p_auc[p] == pytest.approx(values["p_auc"], abs=1e-12)
+
+
+def test_ties_rank_the_predicate_after_its_equals():
+    scores = np.full((4, 3), 0.5)
+    result = predicate_discrimination(scores, np.zeros(4, dtype=int), np.array([1, 1, 1, 0]), min_positives=1)
+    assert result.pdd[0] == 1.0                # a constant model never puts the predicate in the top k
+    assert result.p_auc[0] == 0.5
+
+
+# ----------------------------------------------------------------------------- inputs the official script crashes on
+
+
+def test_image_without_output_rows_warns_and_counts_as_missing():
+    raw = copy.deepcopy(GOLDEN_ANNOTATION)
+    second = copy.deepcopy(raw["data"][0])
+    second["image_id"] = 8
+    raw["data"].append(second)
+    with pytest.warns(HaystackInputWarning, match="1 annotated images have no output rows"):
+        report = haystack_scores(parse_annotation(raw), GOLDEN_ROWS, rank_mode="official")
+    on = report["per_predicate"]["on"]
+    assert (on["positives"], on["negatives"]) == (8, 6)
+    assert any("no output rows" in w for w in report["warnings"])
+
+
+def test_predicate_with_positives_but_no_negatives_gives_nan_auc_and_a_warning():
+    with pytest.warns(HaystackInputWarning, match="no negatives"):
+        result = predicate_discrimination(np.eye(4)[[0, 0, 0, 0]], np.zeros(4, dtype=int), np.ones(4, dtype=int))
+    assert np.isnan(result.p_auc[0]) and result.pdd[0] == 0.0 and result.pdo[0] == 0.0
+    assert result.mean()["pdd"] == 0.0
+
+
+def test_last_predicate_in_official_mode_warns_and_is_defined():
+    ann = golden(neg_relations=GOLDEN_ANNOTATION["data"][0]["neg_relations"] + [[0, 2, 3]])
+    with pytest.warns(HaystackInputWarning, match="last predicate"):
+        report = haystack_scores(ann, GOLDEN_ROWS, rank_mode="official")
+    assert report["mean"]["pdd"] == pytest.approx(0.25)       # "on" is unaffected
+
+
+# ------------------------------------------------------------------------------------------------ bad inputs
+
+
+def test_duplicate_output_rows_are_an_error():
+    rows = np.vstack([GOLDEN_ROWS, GOLDEN_ROWS[2]])
+    with pytest.raises(PredictionError, match=r"rows 2 and 8 both score image 7 pair \(2, 3\)"):
+        haystack_scores(golden(), rows)
+
+
+def test_score_row_of_the_wrong_width_is_an_error():
+    with_background = np.column_stack([GOLDEN_ROWS[:, :3], np.zeros(len(GOLDEN_ROWS)), GOLDEN_ROWS[:, 3:]])
+    with pytest.raises(PredictionError, match=r"remove the no-relation score column.*expected 7 columns.*found 8"):
+        haystack_scores(golden(), with_background)
+
+
+def test_nan_scores_are_an_error_naming_row_and_column():
+    rows = GOLDEN_ROWS.copy()
+    rows[3, 5] = np.nan
+    with pytest.raises(PredictionError, match=r"row 3, column 5 \(score of predicate 2\)"):
+        haystack_scores(golden(), rows)
+    with pytest.raises(PredictionError, match="NaN score"):
+        predicate_discrimination(np.array([[np.nan, 1.0]]), np.array([0]), np.array([1]))
+
+
+def test_ids_that_match_no_image_are_an_error():
+    rows = GOLDEN_ROWS.copy()
+    rows[:, 0] = 99
+    with pytest.raises(PredictionError, match=r"image ids match no annotated image.*\['7'\].*\['99'\]"):
+        haystack_scores(golden(), rows)
+
+
+def test_rows_of_other_images_are_ignored_with_a_warning():
+    extra = GOLDEN_ROWS[:1].copy()
+    extra[0, 0] = 99
+    with pytest.warns(HaystackInputWarning, match="1 output rows belong to images that are not annotated"):
+        report = haystack_scores(golden(), np.vstack([GOLDEN_ROWS, extra]), rank_mode="official")
+    assert report["mean"]["pdd"] == pytest.approx(0.25)
+
+
+def test_predicate_index_out_of_range_is_an_error():
+    with pytest.raises(FormatError, match=r"record 0: field 'relations\[0\]': predicate index out of range"):
+        golden(relations=[[0, 3, 4]])
+    with pytest.raises(PredictionError, match="predicate index out of range"):
+        predicate_discrimination(np.zeros((1, 2)), np.array([2]), np.array([1]))
+
+
+def test_relation_index_past_segments_info_is_an_error():
+    with pytest.raises(FormatError, match=r"field 'neg_relations\[1\]': object index past segments_info"):
+        golden(neg_relations=[[3, 0, 0], [1, 4, 0]])
+
+
+def test_unknown_rank_mode_is_refused():
+    from hoi_bench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="rank_mode"):
+        predicate_discrimination(np.zeros((1, 2)), np.array([0]), np.array([1]), rank_mode="pessimistic")

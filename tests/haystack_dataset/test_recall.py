@@ -1,0 +1,127 @@
+"""R@k / mR@k / ngR@k with OpenPSG's semantics: matching rules, averaging, skipped images, bad inputs, monotonicity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hoi_bench.errors import PredictionError
+from haystack_dataset.predictions import RecallPrediction, parse_recall_predictions
+from haystack_dataset.recall import RecallGroundTruth, psg_recall, sg_recall
+
+N = 3  # predicates
+
+
+def truth(key="1", boxes=((0, 0, 10, 10), (20, 0, 30, 10), (40, 0, 50, 10)), labels=(0, 0, 1),
+          relations=((0, 2, 1),)):
+    return RecallGroundTruth.from_relations(key, boxes, labels, relations)
+
+
+def scores_for(*predicates, width=N + 1):
+    """One score row per pair whose best non-background predicate is the given one (background column high)."""
+    rows = np.full((len(predicates), width), 0.05)
+    rows[:, 0] = 0.9
+    for row, predicate in zip(rows, predicates):
+        row[predicate + 1] = 0.5
+    return rows
+
+
+def test_graph_constraint_takes_the_argmax_over_non_background_predicates_in_given_order():
+    gt = {"1": truth(relations=((0, 2, 1), (1, 2, 2)))}
+    prediction = RecallPrediction("1", np.array([[1, 2], [0, 2]]), scores_for(2, 1))
+    result = sg_recall(gt, [prediction], N, ks=(1, 2))
+    assert result["R@1"] == 0.5 and result["R@2"] == 1.0
+    assert result["mR@1"] == pytest.approx((0 + 0 + 1) / 3)   # predicate 0 never occurs: counts 0
+
+
+def test_pair_with_two_gt_predicates_scores_one_hit_under_graph_constraint_but_two_without():
+    gt = {"1": truth(relations=((0, 2, 1), (0, 2, 2)))}
+    rows = np.array([[0.1, 0.0, 0.6, 0.5]])
+    result = sg_recall(gt, [RecallPrediction("1", np.array([[0, 2]]), rows)], N, ks=(2,))
+    assert result["R@2"] == 0.5 and result["ngR@2"] == 1.0
+
+
+def test_predcls_pair_can_match_the_relation_of_an_overlapping_same_class_pair():
+    boxes = ((0, 0, 10, 10), (0, 0, 10, 11), (40, 0, 50, 10))         # segments 0 and 1: same class, IoU 10/11
+    gt = {"1": truth(boxes=boxes, relations=((0, 2, 1),))}
+    result = sg_recall(gt, [RecallPrediction("1", np.array([[1, 2]]), scores_for(1))], N, ks=(1,))
+    assert result["R@1"] == 1.0
+
+
+def test_duplicate_gt_triplets_are_removed_and_images_are_macro_averaged():
+    gt = {"1": truth(relations=((0, 2, 1), (0, 2, 1), (1, 2, 0))), "2": truth("2", relations=((0, 1, 2),))}
+    predictions = [RecallPrediction("1", np.array([[0, 2]]), scores_for(1)),
+                   RecallPrediction("2", np.array([[1, 0]]), scores_for(2))]
+    result = sg_recall(gt, predictions, N, ks=(1,))
+    assert result["R@1"] == pytest.approx((1 / 2 + 0) / 2) and result["images"] == 2
+
+
+def test_images_without_relations_or_pairs_are_skipped_and_unknown_ids_are_an_error():
+    gt = {"1": truth()}
+    empty = RecallPrediction("1", np.zeros((0, 2), dtype=int), np.zeros((0, N + 1)))
+    no_relations = RecallPrediction("5", np.array([[0, 1]]), scores_for(0))
+    result = sg_recall(gt, [empty, no_relations], N, annotated=["1", "5"], ks=(1,))
+    assert result["images"] == 0 and np.isnan(result["R@1"])
+    with pytest.raises(PredictionError, match="image 'nope' matches no annotated image"):
+        sg_recall(gt, [RecallPrediction("nope", np.array([[0, 1]]), scores_for(0))], N)
+
+
+def test_bad_prediction_rows_are_errors():
+    gt = {"1": truth()}
+    with pytest.raises(PredictionError, match=r"score row of the wrong width: expected 4 columns.*found 3"):
+        sg_recall(gt, [RecallPrediction("1", np.array([[0, 2]]), scores_for(1, width=N))], N)
+    with pytest.raises(PredictionError, match=r"pair 0 \[0, 7\] indexes past the 3 objects"):
+        sg_recall(gt, [RecallPrediction("1", np.array([[0, 7]]), scores_for(1))], N)
+    with pytest.raises(PredictionError, match="NaN"):
+        parse_recall_predictions([{"image_id": 1, "pairs": [[0, 1]], "predicate_scores": [[0.1, float("nan")]]}])
+
+
+def test_sgdet_boxes_are_matched_by_iou_and_label():
+    gt = {"1": truth()}
+    prediction = RecallPrediction("1", np.array([[0, 1]]), scores_for(1),
+                                  boxes=np.array([[1, 0, 11, 10], [40, 0, 50, 10]], dtype=float),
+                                  labels=np.array([0, 1]))
+    assert sg_recall(gt, [prediction], N, ks=(1,))["R@1"] == 1.0
+    far = RecallPrediction("1", np.array([[0, 1]]), scores_for(1),
+                           boxes=np.array([[6, 0, 16, 10], [40, 0, 50, 10]], dtype=float), labels=np.array([0, 1]))
+    assert sg_recall(gt, [far], N, ks=(1,))["R@1"] == 0.0               # IoU 4/16 < 0.5
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000))
+def test_recall_is_monotone_in_k(seed):
+    rng = np.random.default_rng(seed)
+    gt, predictions = {}, []
+    for image in range(3):
+        count = int(rng.integers(2, 7))
+        boxes = rng.integers(0, 40, (count, 2)).repeat(2, axis=1)[:, [0, 2, 1, 3]] + [0, 0, 8, 8]
+        labels = rng.integers(0, 3, count)
+        s, o = np.nonzero(~np.eye(count, dtype=bool))
+        chosen = rng.choice(len(s), size=min(len(s), 4), replace=False)
+        relations = np.column_stack([s[chosen], o[chosen], rng.integers(0, N, len(chosen))])
+        gt[str(image)] = RecallGroundTruth.from_relations(image, boxes, labels, relations)
+        order = rng.permutation(len(s))
+        predictions.append(RecallPrediction(image, np.column_stack([s, o])[order], rng.random((len(s), N + 1))))
+    result = sg_recall(gt, predictions, N, ks=(1, 2, 5, 20, 50, 100))
+    for prefix in ("R", "mR", "ngR"):
+        values = [result[f"{prefix}@{k}"] for k in (1, 2, 5, 20, 50, 100)]
+        assert values == sorted(values) and 0.0 <= values[0] and values[-1] <= 1.0
+
+
+def test_frequency_prior_recall_on_the_sample_psg_test_split(sample):
+    from haystack_dataset.formats import psg_classes, read_annotation
+    from haystack_dataset.frequency_prior import FrequencyPrior
+
+    annotation = read_annotation(sample.psg_file)
+    rows = [{"image_id": i.key, "segments": [{"category": int(c)} for c in i.categories],
+             "relations": [{"subject": s, "object": o, "predicate": p} for s, o, p in i.relations.tolist()]}
+            for i in annotation.images]
+    test = [r for r in rows if r["image_id"] in sample.test_image_ids]
+    classes = psg_classes()
+    prior = FrequencyPrior.fit([r for r in rows if r not in test], 133, len(classes["predicate_classes"]))
+    result = psg_recall(annotation, prior.recall_predictions(test))
+    assert result["images"] == len(sample.test_image_ids)
+    assert 0.3 < result["R@20"] <= result["R@50"] <= result["R@100"] <= 1.0   # the prior carries real signal
+    assert result["ngR@100"] >= result["R@100"]
