@@ -1,9 +1,10 @@
-"""Speed of the SportsHHI metric (mAP + Recall@{20,50,100,150}) on a validation-sized input vs the loop reference.
+"""Speed of the SportsHHI metric (mAP + Recall@{20,50,100,150}) on validation-sized input vs a loop reference.
 
 Input shaped like the SportsHHI validation set scored by an HHICls model: 2,700 keyframes, 12,000 GT
 interactions, 200 predictions per keyframe (ordered pairs of jittered human boxes with a class and a score).
 Both implementations run in this process on the same arrays, and the script checks that they agree before
-printing the times and their ratio (target: at least 20×). Run: ``python benchmarks/sportshhi_metric_speed.py``.
+printing the times and their ratio (target: at least 20×).
+Run: ``python benchmarks/sportshhi_metric_speed.py``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _loop_reference():
-    spec = importlib.util.spec_from_file_location("loop_reference", ROOT / "tests" / "sportshhi" / "loop_reference.py")
+    path = ROOT / "tests" / "sportshhi" / "loop_reference.py"
+    spec = importlib.util.spec_from_file_location("loop_reference", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.loop_hhi_metrics
@@ -39,7 +41,8 @@ def validation_sized_input(keyframes: int = 2_700, interactions: int = 12_000, p
     for _ in range(keyframes):
         n = int(rng.integers(5, 9))
         xy = rng.uniform(0.0, 0.85, (n, 2))
-        humans.append(np.concatenate([xy, xy + rng.uniform([0.04, 0.15], [0.12, 0.35], (n, 2))], 1).clip(0, 1))
+        size = rng.uniform([0.04, 0.15], [0.12, 0.35], (n, 2))
+        humans.append(np.concatenate([xy, xy + size], 1).clip(0, 1))
     gt = {"keys": [], "subject": [], "object": [], "labels": []}
     for f in gt_frame:
         s, o = rng.choice(len(humans[f]), 2, replace=False)
@@ -59,8 +62,8 @@ def validation_sized_input(keyframes: int = 2_700, interactions: int = 12_000, p
         scores = rng.random(per_keyframe) * 0.6
         for j, i in enumerate(gt_by_frame.get(f, [])[:per_keyframe // 4]):
             if rng.random() < 0.7:  # a hit: the GT pair with its class, scored higher on average
-                hit = np.flatnonzero((np.abs(humans[f] - gt["subject"][i]).sum(1) == 0))[0]
-                obj = np.flatnonzero((np.abs(humans[f] - gt["object"][i]).sum(1) == 0))[0]
+                hit = np.flatnonzero(np.abs(humans[f] - gt["subject"][i]).sum(1) == 0)[0]
+                obj = np.flatnonzero(np.abs(humans[f] - gt["object"][i]).sum(1) == 0)[0]
                 pairs[j] = hit, obj
                 classes[j] = gt["labels"][i]
                 scores[j] = 0.3 + 0.7 * rng.random()
@@ -86,10 +89,11 @@ def _same(a, b) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs of the vectorised metric (best is kept)")
-    parser.add_argument("--official", action="store_true", help="time official=True instead of the default mode")
+    parser.add_argument("--official", action="store_true", help="time official=True, not the default")
     args = parser.parse_args()
     gt, pred = validation_sized_input()
-    print(f"input: {len(set(gt[0])):,} keyframes, {len(gt[0]):,} GT interactions, {len(pred[0]):,} predictions")
+    print(f"input: {len(set(gt[0])):,} keyframes, {len(gt[0]):,} GT interactions, "
+          f"{len(pred[0]):,} predictions")
     loop = _loop_reference()
     started = time.perf_counter()
     expected = loop(gt, pred, official=args.official)
@@ -103,7 +107,8 @@ def main() -> None:
     if not _same(result, expected):
         raise SystemExit("the vectorised metric and the loop reference disagree")
     print(f"mode: {'official' if settings['official'] else 'default'}, IoU >= {settings['iou_threshold']}")
-    print("mAP {:.4f}  ".format(result["mAP"]) + "  ".join(f"R@{k} {result[f'recall@{k}']:.4f}" for k in settings["ks"]))
+    recalls = "  ".join(f"R@{k} {result[f'recall@{k}']:.4f}" for k in settings["ks"])
+    print(f"mAP {result['mAP']:.4f}  {recalls}")
     print(f"loop reference: {loop_seconds:.2f} s")
     print(f"hhi_metrics:    {fast_seconds:.3f} s (best of {args.repeats})")
     print(f"speed-up:       {loop_seconds / fast_seconds:.1f}x (target >= 20x)")

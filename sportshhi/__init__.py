@@ -1,1 +1,1 @@
-"""SportsHHI: video human-human interaction detection keyframes with temporal context, HHI mAP and Recall@K."""
+"""SportsHHI: video human-human interaction detection keyframes with temporal context, HHI mAP, Recall@K."""

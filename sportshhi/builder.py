@@ -1,4 +1,4 @@
-"""``datasets`` builder for SportsHHI: one row per annotated keyframe, with its temporal context and proposals.
+"""``datasets`` builder for SportsHHI: one row per annotated keyframe, with temporal context and proposals.
 
 Used programmatically (``datasets`` >= 4 runs no loading scripts): ``hoi-bench build sportshhi --data-dir DIR
 --out FOLDER`` runs it and writes a Hub folder that ``load_dataset(FOLDER, "hhi")`` reads.
@@ -36,15 +36,15 @@ _CITATION = """\
 _DESCRIPTION = """\
 SportsHHI: human-human interaction detection in basketball and volleyball videos (MultiSports clips, 25 FPS,
 keyframes annotated at 5 FPS). One row per annotated keyframe: the keyframe image, a short clip of context
-frames around it, every human box of the keyframe (GT proposals, HHICls mode), detected human boxes with scores
-(HHIDet mode) and the interactions as ordered (subject, object) pairs of human boxes with a class from
+frames around it, every human box of the keyframe (GT proposals, HHICls mode), detected human boxes with
+scores (HHIDet mode) and the interactions as ordered (subject, object) pairs of human boxes with a class from
 sports_action_list.pbtxt. The release has no test split; the official code tests on validation.
 """
 
 _HOMEPAGE = "https://github.com/MCG-NJU/SportsHHI"
 _LICENSE = "cc-by-nc-4.0"
 SAME_PERSON_IOU = 0.95
-"""A GT proposal box overlapping an annotated person at least this much (IoU) is that person, not another one."""
+"""A GT proposal box overlapping an annotated person at least this much (IoU) is that person, not another."""
 
 
 @dataclass
@@ -66,8 +66,9 @@ class SportsHHIConfig(datasets.BuilderConfig):
                              f"{self.frame_interval}")
 
 
-def context_frame_indices(keyframe: int, clip_len: int, frame_interval: int, first: int, last: int) -> list[int]:
-    """Frame indices of the context clip of keyframe ``t``: as mmaction's SampleAVAFrames, clipped to the video.
+def context_frame_indices(keyframe: int, clip_len: int, frame_interval: int, first: int,
+                          last: int) -> list[int]:
+    """Frame indices of the context clip of keyframe ``t`` (mmaction's SampleAVAFrames), clipped to the video.
 
     >>> context_frame_indices(21, 4, 2, first=1, last=4500)
     [101, 103, 105, 107]
@@ -86,7 +87,7 @@ class SportsHHI(datasets.GeneratorBasedBuilder):
     RELEASE_NOTES = {"1.0.0": "First release: config hhi (train, validation) from the v1 annotation CSVs."}
     BUILDER_CONFIG_CLASS = SportsHHIConfig
     BUILDER_CONFIGS = [SportsHHIConfig(name="hhi", version=VERSION,
-                                       description="Annotated keyframes with the official 4-frame context clip.")]
+                                       description="Annotated keyframes with the official 4-frame clip.")]
     DEFAULT_CONFIG_NAME = "hhi"
     MANUAL_DOWNLOAD_INSTRUCTIONS = """\
 SportsHHI is gated on the Hugging Face Hub (MCG-NJU/SportsHHI, CC BY-NC 4.0): accept its conditions, download
@@ -136,7 +137,8 @@ it, unzip frames.zip, and pass the folder holding `annotations/` and `frames/` a
         actions = read_release_action_list(root)
         keyframes = {split: read_split(root, split, actions) for split in formats.RELEASE_SPLITS}
         plan = FramePlan(root, self.config.clip_len, self.config.frame_interval)
-        missing = sorted({path for split in keyframes.values() for record in split for path in plan.missing(record)})
+        missing = sorted({path for records in keyframes.values() for record in records
+                          for path in plan.missing(record)})
         if missing:
             raise MissingFilesError(str(root), missing, what="frames",
                                     hint="unzip frames.zip of the release into data_dir/frames")
@@ -286,7 +288,8 @@ class FramePlan:
         """(first, last) frame index present for ``video_id``, or ``None`` when it has no frames."""
         if video_id not in self._ranges:
             folder = self.root / "frames" / video_id
-            numbers = [int(p.stem) for p in folder.glob("*.jpg") if p.stem.isdigit()] if folder.is_dir() else []
+            files = folder.glob("*.jpg") if folder.is_dir() else []
+            numbers = [int(p.stem) for p in files if p.stem.isdigit()]
             self._ranges[video_id] = (min(numbers), max(numbers)) if numbers else None
         return self._ranges[video_id]
 
@@ -296,7 +299,8 @@ class FramePlan:
 
     def missing(self, record: KeyframeRecord) -> list[str]:
         """Relative paths of the keyframe's frames (keyframe + context) that are not on disk."""
-        frames = {record.keyframe * formats.FRAMES_PER_KEYFRAME, *self.context(record.video_id, record.keyframe)}
+        centre = record.keyframe * formats.FRAMES_PER_KEYFRAME
+        frames = {centre, *self.context(record.video_id, record.keyframe)}
         paths = [formats.frame_file(record.video_id, f) for f in sorted(frames)]
         return [p for p in paths if not (self.root / p).is_file()]
 

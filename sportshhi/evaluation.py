@@ -129,7 +129,8 @@ def _boxes(values: np.ndarray, name: str, n: int) -> np.ndarray:
         return boxes.reshape(0, 4)
     if boxes.shape != (n, 4):
         raise PredictionError(f"{name}: expected an array of shape ({n}, 4), found {boxes.shape}")
-    bad = np.flatnonzero(~np.isfinite(boxes).all(axis=1) | (boxes[:, 2] < boxes[:, 0]) | (boxes[:, 3] < boxes[:, 1]))
+    inverted = (boxes[:, 2] < boxes[:, 0]) | (boxes[:, 3] < boxes[:, 1])
+    bad = np.flatnonzero(~np.isfinite(boxes).all(axis=1) | inverted)
     if bad.size:
         raise PredictionError(f"{name}: row {bad[0]} is not an xyxy box with x1 <= x2, y1 <= y2 "
                               f"(found {boxes[bad[0]].tolist()}; {bad.size} bad rows)")
@@ -162,7 +163,8 @@ class _GroundTruth:
         object_boxes = _boxes(object_boxes, "gt_object_boxes", n)
         keep = np.isin(labels, whitelist)
         codes: dict = {}
-        frames = np.array([codes.setdefault(k, len(codes)) for k, ok in zip(keys, keep) if ok], dtype=np.int64)
+        frames = np.array([codes.setdefault(key, len(codes)) for key, ok in zip(keys, keep) if ok],
+                          dtype=np.int64)
         return cls(codes, frames, np.searchsorted(whitelist, labels[keep]), labels[keep], subject_boxes[keep],
                    object_boxes[keep], _rank_within(frames, np.argsort(frames, kind="stable")))
 
@@ -259,7 +261,8 @@ def _greedy_match(pred: _Detections, gt: _GroundTruth, pairs: _Pairs, pred_kept:
                   gt_kept: np.ndarray) -> np.ndarray:
     """TP flag per prediction: greedy per (keyframe, class) in score order, best unmatched GT first.
 
-    Groups are independent, so the r-th matchable detection of every group is resolved in one vectorised round.
+    Groups are independent, so the r-th matchable detection of every group is resolved in one vectorised
+    round.
     """
     is_tp = np.zeros(len(pred), dtype=bool)
     use = pred_kept[pairs.pred] & gt_kept[pairs.gt]
@@ -310,7 +313,8 @@ def _average_precision(gt: _GroundTruth, pred: _Detections, pairs: _Pairs, setti
     return {"mAP": float(np.mean(values)) if values else None, "ap_per_class": per_class}
 
 
-def _recall_at(gt: _GroundTruth, pred: _Detections, pairs: _Pairs, settings: HHISettings, k: int) -> float | None:
+def _recall_at(gt: _GroundTruth, pred: _Detections, pairs: _Pairs, settings: HHISettings,
+               k: int) -> float | None:
     num_classes = len(settings.class_whitelist)
     pred_kept = pred.rank_in_frame < k
     gt_kept = gt.rank_in_frame < k if settings.official else np.ones(len(gt.frames), bool)
@@ -322,3 +326,16 @@ def _recall_at(gt: _GroundTruth, pred: _Detections, pairs: _Pairs, settings: HHI
         hits, num_gt = hits[predicted], num_gt[predicted]
     total = int(num_gt.sum())
     return float(hits.sum() / total) if total else None
+
+
+def score_tables(annotations, predictions, **settings) -> dict:
+    """:func:`hhi_metrics` of a read annotation CSV against a read prediction CSV.
+
+    ``annotations`` / ``predictions`` are what ``sportshhi.formats.read_annotation_csv`` /
+    ``read_prediction_csv`` return (GT rows are keyed by ``frame_id // 5``, predictions by their keyframe);
+    ``settings`` are the keyword arguments of :func:`hhi_metrics`.
+    """
+    return hhi_metrics(
+        annotations.keys, annotations.subject_boxes, annotations.object_boxes, annotations.labels,
+        predictions.keys, predictions.subject_boxes, predictions.object_boxes, predictions.labels,
+        predictions.scores, **settings)

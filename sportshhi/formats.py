@@ -37,7 +37,7 @@ from hoi_bench.errors import FormatError
 logger = logging.getLogger(__name__)
 
 FRAMES_PER_KEYFRAME = 5
-"""Keyframes are every 5th frame: ``keyframe = frame_id // 5`` and the keyframe's centre frame is ``5 * keyframe``."""
+"""Keyframes are every 5th frame: ``keyframe = frame_id // 5``; keyframe ``t`` is centred on frame ``5t``."""
 
 ANNOTATION_COLUMNS = ("video_id", "frame_id", "x11", "y11", "x12", "y12", "x21", "y21", "x22", "y22",
                       "label", "p1_id", "p2_id")
@@ -56,7 +56,7 @@ def annotation_file(split: str) -> str:
 
 
 def detector_proposal_file(split: str) -> str:
-    """Path of a split's detector proposals (HHIDet mode), e.g. ``annotations/sports_dense_proposals_val.pkl``."""
+    """Path of a split's detector proposals (HHIDet mode): ``annotations/sports_dense_proposals_val.pkl``."""
     return f"annotations/sports_dense_proposals_{RELEASE_SPLITS[split]}.pkl"
 
 
@@ -123,7 +123,8 @@ class ActionList:
         return len(self.label_ids)
 
 
-_PBTXT_TOKEN = re.compile(r'\s*(?:(#[^\n]*)|(\{)|(\})|([A-Za-z_][A-Za-z0-9_]*)\s*:?|"((?:[^"\\]|\\.)*)"|(-?\d+))')
+_PBTXT_TOKEN = re.compile(
+    r'\s*(?:(#[^\n]*)|(\{)|(\})|([A-Za-z_][A-Za-z0-9_]*)\s*:?|"((?:[^"\\]|\\.)*)"|(-?\d+))')
 
 
 def parse_action_list(text: str, file: str = "<string>") -> ActionList:
@@ -132,7 +133,8 @@ def parse_action_list(text: str, file: str = "<string>") -> ActionList:
     Accepts one field per line (as the release is written) or several per line, ``id`` as an alias of
     ``label_id`` (the official parser does), and ``#`` comments.
 
-    >>> parse_action_list('label {\\n  name: "basketball - pass"\\n  label_id: 2\\n  label_type: PERSON_INTERACTION\\n}\\n'
+    >>> parse_action_list('label {\\n  name: "basketball - pass"\\n  label_id: 2\\n'
+    ...                   '  label_type: PERSON_INTERACTION\\n}\\n'
     ...                   'label { name: "volleyball - block" label_id: 20 }').names
     ('basketball - pass', 'volleyball - block')
     """
@@ -213,7 +215,7 @@ def format_action_list(actions: ActionList) -> str:
 
 def write_action_list(path: str | os.PathLike, actions: ActionList) -> None:
     """Write ``actions`` as a pbtxt file (atomically)."""
-    _write_text(path, format_action_list(actions))
+    write_text_atomic(path, format_action_list(actions))
 
 
 # --------------------------------------------------------------------------------------------- annotation CSV
@@ -354,11 +356,12 @@ def write_annotation_csv(path: str | os.PathLike, annotations: Annotations) -> N
     lines = []
     for i in range(len(annotations)):
         cells = [str(annotations.video_ids[i]), str(int(annotations.frame_ids[i]))]
-        cells += [_fmt(v) for v in annotations.subject_boxes[i]] + [_fmt(v) for v in annotations.object_boxes[i]]
+        cells += [_fmt(v) for v in annotations.subject_boxes[i]]
+        cells += [_fmt(v) for v in annotations.object_boxes[i]]
         cells += [str(int(annotations.labels[i])), str(int(annotations.subject_ids[i])),
                   str(int(annotations.object_ids[i]))]
         lines.append(",".join(cells))
-    _write_text(path, "".join(line + "\n" for line in lines))
+    write_text_atomic(path, "".join(line + "\n" for line in lines))
 
 
 # --------------------------------------------------------------------------------------------- prediction CSV
@@ -439,7 +442,8 @@ def read_prediction_csv(path: str | os.PathLike, actions: ActionList | None = No
         labels=np.array(labels, dtype=np.int64), scores=np.array(scores, dtype=np.float64))
 
 
-def write_prediction_csv(path: str | os.PathLike, predictions: Predictions | Iterable[PredictionRow | tuple]) -> int:
+def write_prediction_csv(path: str | os.PathLike,
+                         predictions: Predictions | Iterable[PredictionRow | tuple]) -> int:
     """Write predictions as the official 12-column CSV (atomically); returns the number of rows written.
 
     ``predictions`` is a :class:`Predictions` or any iterable of :class:`PredictionRow` (or plain tuples
@@ -468,7 +472,7 @@ def write_prediction_csv(path: str | os.PathLike, predictions: Predictions | Ite
         cells = [str(predictions.video_ids[i]), str(int(predictions.keyframes[i]))]
         cells += [_fmt(v) for v in subject + obj] + [str(int(predictions.labels[i])), _fmt(score)]
         lines.append(",".join(cells))
-    _write_text(path, "".join(line + "\n" for line in lines))
+    write_text_atomic(path, "".join(line + "\n" for line in lines))
     return len(lines)
 
 
@@ -533,17 +537,18 @@ def read_proposals(path: str | os.PathLike) -> dict[str, np.ndarray]:
 def write_proposals(path: str | os.PathLike, proposals: Mapping[str, np.ndarray]) -> None:
     """Write a proposal pickle in the release layout (``{"video,TTTT": float32 array}``), atomically."""
     data = {str(key): np.asarray(value, dtype=np.float32) for key, value in proposals.items()}
-    _write_bytes(path, pickle.dumps(data, protocol=4))
+    write_bytes_atomic(path, pickle.dumps(data, protocol=4))
 
 
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def _write_text(path: str | os.PathLike, text: str) -> None:
-    _write_bytes(path, text.encode("utf-8"))
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write UTF-8 ``text`` to ``path`` so that a failure leaves no partial file (used for every output)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def _write_bytes(path: str | os.PathLike, data: bytes) -> None:
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to a temporary sibling and rename it over ``path``: a failure leaves no partial file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,7 @@ _COLOURS = [(220, 60, 60), (60, 160, 220), (240, 200, 40), (120, 220, 120), (200
 
 
 def sample_action_list_path() -> Path:
-    """The synthetic ``sports_action_list.pbtxt`` shipped with the package (release format, synthetic names)."""
+    """The synthetic ``sports_action_list.pbtxt`` shipped with the package (release format, made-up names)."""
     return Path(str(resources.files("sportshhi") / "data" / "sample_action_list.pbtxt"))
 
 
@@ -131,7 +131,7 @@ def _walk(rng: np.random.Generator, people: int, keyframes: int) -> np.ndarray:
 
 
 def _boxes_at_frame(tracks: np.ndarray, frame: int) -> np.ndarray:
-    """Boxes at any frame, interpolated linearly between the surrounding keyframes (frame 5·t is keyframe t)."""
+    """Boxes at any frame, interpolated linearly between the keyframes around it (frame 5·t is keyframe t)."""
     position = frame / formats.FRAMES_PER_KEYFRAME
     low = min(int(np.floor(position)), tracks.shape[1] - 1)
     high = min(low + 1, tracks.shape[1] - 1)

@@ -41,8 +41,9 @@ def _frames(keys, subjects, objects, labels, scores, whitelist, k):
     frames = {}
     for i in range(len(keys)):
         if labels[i] in whitelist:
-            frames.setdefault(keys[i], []).append((scores[i], i, list(subjects[i]), list(objects[i]), labels[i]))
-    for key, entries in frames.items():
+            entry = (scores[i], i, list(subjects[i]), list(objects[i]), labels[i])
+            frames.setdefault(keys[i], []).append(entry)
+    for entries in frames.values():
         entries.sort(key=lambda e: (-e[0], e[1]))
         if k is not None:
             del entries[k:]
@@ -75,8 +76,9 @@ def _evaluate(gt, pred, whitelist, threshold, k, truncate_gt):
     return gt_count, detections
 
 
-def loop_hhi_metrics(gt, pred, *, iou_threshold=0.5, official=False, whitelist=EVALUATED, ks=(20, 50, 100, 150)):
-    """``gt = (keys, subject_boxes, object_boxes, labels)``; ``pred = (keys, subjects, objects, labels, scores)``.
+def loop_hhi_metrics(gt, pred, *, iou_threshold=0.5, official=False, whitelist=EVALUATED,
+                     ks=(20, 50, 100, 150)):
+    """``gt = (keys, subject_boxes, object_boxes, labels)``; ``pred`` adds ``scores`` after ``labels``.
 
     Returns the same keys as ``sportshhi.evaluation.hhi_metrics``.
     """

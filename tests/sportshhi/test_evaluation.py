@@ -1,4 +1,4 @@
-"""HHI mAP and Recall@K: matching rules, official-mode quirks, and agreement with the clean-room loop reference."""
+"""HHI mAP and Recall@K: matching rules, official-mode quirks, agreement with a clean-room loop reference."""
 
 from __future__ import annotations
 
@@ -38,9 +38,12 @@ def score(gt, pred, **kwargs):
     """``gt``: [(key, subject, object, label)]; ``pred``: [(key, subject, object, label, score)]."""
     gt_cols = list(zip(*gt)) if gt else [[], [], [], []]
     pred_cols = list(zip(*pred)) if pred else [[], [], [], [], []]
-    return hhi_metrics(list(gt_cols[0]), np.array(gt_cols[1]).reshape(-1, 4), np.array(gt_cols[2]).reshape(-1, 4),
-                       list(gt_cols[3]), list(pred_cols[0]), np.array(pred_cols[1]).reshape(-1, 4),
-                       np.array(pred_cols[2]).reshape(-1, 4), list(pred_cols[3]), list(pred_cols[4]), **kwargs)
+    def boxes(column):
+        return np.array(column).reshape(-1, 4)
+
+    return hhi_metrics(list(gt_cols[0]), boxes(gt_cols[1]), boxes(gt_cols[2]), list(gt_cols[3]),
+                       list(pred_cols[0]), boxes(pred_cols[1]), boxes(pred_cols[2]), list(pred_cols[3]),
+                       list(pred_cols[4]), **kwargs)
 
 
 GT = [("v,0001", A, B, 2), ("v,0001", B, C, 3), ("v,0002", C, D, 2), ("v,0002", D, A, 5), ("w,0001", A, D, 2)]
@@ -51,7 +54,8 @@ def test_exact_boxes_give_ap_one_and_recall_one():
     for official in (False, True):
         result = score(GT, pred, official=official)
         assert result["mAP"] == 1.0
-        assert {k: v for k, v in result["ap_per_class"].items() if v is not None} == {"2": 1.0, "3": 1.0, "5": 1.0}
+        reported = {k: v for k, v in result["ap_per_class"].items() if v is not None}
+        assert reported == {"2": 1.0, "3": 1.0, "5": 1.0}
         assert all(result[f"recall@{k}"] == 1.0 for k in (20, 50, 100, 150))
 
 
@@ -131,7 +135,8 @@ def test_classes_outside_the_whitelist_are_ignored():
 
 def test_settings_state_mode_threshold_and_whitelist():
     assert score(GT, [])["settings"] == {"iou_threshold": 0.5, "official": False,
-                                         "class_whitelist": list(EVALUATED_LABEL_IDS), "ks": [20, 50, 100, 150]}
+                                         "class_whitelist": list(EVALUATED_LABEL_IDS),
+                                         "ks": [20, 50, 100, 150]}
     assert score(GT, [], official=True)["settings"]["iou_threshold"] == 0.9
     assert score(GT, [], official=True, iou_threshold=0.5)["settings"]["iou_threshold"] == 0.5
 
@@ -163,13 +168,15 @@ def _box(draw):
 def _case(draw):
     keys = [f"v,{i:04d}" for i in range(draw(st.integers(1, 4)))]
     people = draw(st.lists(_box(), min_size=2, max_size=5))
-    row = st.tuples(st.sampled_from(keys), st.sampled_from(people), st.sampled_from(people), st.integers(1, 4))
+    person = st.sampled_from(people)
+    row = st.tuples(st.sampled_from(keys), person, person, st.integers(1, 4))
     gt = draw(st.lists(row, max_size=10))
     jitter = st.sampled_from([0.0, 0.0, 0.02, 0.1])
     pred = []
     for key, subject, obj, label in draw(st.lists(row, max_size=25)):
         shift = draw(jitter)
-        pred.append((key, [v + shift for v in subject], obj, label, draw(st.sampled_from([0.1, 0.5, 0.5, 0.9]))))
+        confidence = draw(st.sampled_from([0.1, 0.5, 0.5, 0.9]))
+        pred.append((key, [v + shift for v in subject], obj, label, confidence))
     return gt, pred
 
 
