@@ -16,6 +16,7 @@ import functools
 import logging
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +25,15 @@ import datasets
 from bongard_hoi.formats import SHOTS, SPLITS, Episode, EpisodeImage, episode_file_name, read_episode_file
 from bongard_hoi.geometry import crop_bytes, is_openimages, place_image, resolve_image_path
 from hoi_bench.errors import ConfigError, DataError, MissingFilesError
+from hoi_bench.hub import CardSpec
 from hoi_bench.images import embedded_image, image_size
 
 logger = logging.getLogger(__name__)
 
 CONFIG_NAME = "episodes"
+REFS_CONFIG_NAME = "episode_refs"
+IMAGES_CONFIG_NAME = "images"
+CONFIG_NAMES = (CONFIG_NAME, REFS_CONFIG_NAME, IMAGES_CONFIG_NAME)
 QUERY_LABELS = ("positive", "negative")
 
 _CITATION = """\
@@ -89,9 +94,31 @@ def image_features() -> datasets.Features:
     })
 
 
-def episode_features() -> datasets.Features:
-    """One row per episode."""
+def image_id(image: EpisodeImage, crop_bbox: Sequence[int] | None) -> str:
+    """Key of an embedded picture in the ``images`` config: the path, plus the crop when cropping.
+
+    >>> from bongard_hoi.formats import EpisodeImage
+    >>> image_id(EpisodeImage("./hcvrd/a.jpg", (1, 2, 30, 40), (0,) * 4, (0,) * 4, "person", "cup", "hold", 1, 1, 2),
+    ...          (1, 2, 30, 40))
+    'hcvrd/a.jpg#1,2,30,40'
+    """
+    if crop_bbox is None:
+        return image.relative_path
+    return f"{image.relative_path}#{','.join(str(int(v)) for v in crop_bbox)}"
+
+
+def picture_features() -> datasets.Features:
+    """A row of the ``images`` config: one picture per distinct (path, crop) of a split."""
+    return datasets.Features({"image_id": datasets.Value("string"), "image": datasets.Image(),
+                              "im_path": datasets.Value("string"),
+                              "crop_bbox": datasets.List(datasets.Value("int32"), length=4)})
+
+
+def episode_features(refs: bool = False) -> datasets.Features:
+    """One row per episode; with ``refs`` each image is an ``image_id`` into the ``images`` config."""
     image = dict(image_features())
+    if refs:
+        image = {"image_id": datasets.Value("string"), **{k: v for k, v in image.items() if k != "image"}}
     return datasets.Features({
         "episode": datasets.Value("int32"),
         "concept": datasets.Value("string"),
@@ -129,13 +156,23 @@ class BongardHoi(datasets.GeneratorBasedBuilder):
 
     VERSION = VERSION
     BUILDER_CONFIG_CLASS = BongardHoiConfig
-    BUILDER_CONFIGS = [BongardHoiConfig(name=CONFIG_NAME, version=VERSION,
-                                        description="one row per episode: 6+6 shots and 2 queries, images embedded")]
+    BUILDER_CONFIGS = [
+        BongardHoiConfig(name=CONFIG_NAME, version=VERSION,
+                         description="one row per episode: 6+6 shots and 2 queries, images embedded"),
+        BongardHoiConfig(name=REFS_CONFIG_NAME, version=VERSION,
+                         description="one row per episode, each image an image_id into the 'images' config"),
+        BongardHoiConfig(name=IMAGES_CONFIG_NAME, version=VERSION,
+                         description="each distinct picture (path and crop) of a split once, keyed by image_id"),
+    ]
     DEFAULT_CONFIG_NAME = CONFIG_NAME
     MANUAL_DOWNLOAD_INSTRUCTIONS = MANUAL_DOWNLOAD_INSTRUCTIONS
 
     def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=_DESCRIPTION, features=episode_features(), homepage=_HOMEPAGE,
+        if self.config.name == IMAGES_CONFIG_NAME:
+            features = picture_features()
+        else:
+            features = episode_features(refs=self.config.name == REFS_CONFIG_NAME)
+        return datasets.DatasetInfo(description=_DESCRIPTION, features=features, homepage=_HOMEPAGE,
                                     license=_LICENSE, citation=_CITATION)
 
     def _split_generators(self, dl_manager):
@@ -150,13 +187,33 @@ class BongardHoi(datasets.GeneratorBasedBuilder):
 
     def _generate_examples(self, split: str, resolved: dict[str, str]):
         layout = EpisodeLayout.from_config(self.config)
+        file = layout.episode_file(split)
         counts: Counter = Counter()
-        for index, episode in enumerate(read_episode_file(layout.episode_file(split))):
-            yield index, episode_row(index, episode, resolved, crop=self.config.crop, counts=counts,
-                                     file=layout.episode_file(split))
+        if self.config.name == IMAGES_CONFIG_NAME:
+            yield from self._generate_pictures(read_episode_file(file), resolved, counts, file)
+        else:
+            refs = self.config.name == REFS_CONFIG_NAME
+            for index, episode in enumerate(read_episode_file(file)):
+                yield index, episode_row(index, episode, resolved, crop=self.config.crop, counts=counts, file=file,
+                                         refs=refs)
         if counts:
             logger.info("%s: %d openimages crops rescaled x1.6, %d crops clamped to the image", split,
                         counts["openimages"], counts["clamped"])
+
+
+    def _generate_pictures(self, episodes, resolved, counts, file):
+        done = set()
+        for index, episode in enumerate(episodes):
+            for image in episode.images():
+                cell = image_cell(image, resolved=resolved, crop=self.config.crop, counts=counts, file=file,
+                                  record=index, refs=True)
+                if cell["image_id"] in done:
+                    continue
+                done.add(cell["image_id"])
+                picture = image_cell(image, resolved=resolved, crop=self.config.crop, counts=Counter(), file=file,
+                                     record=index)
+                yield cell["image_id"], {"image_id": cell["image_id"], "image": picture["image"],
+                                         "im_path": image.im_path, "crop_bbox": picture["crop_bbox"]}
 
 
 @dataclass(frozen=True)
@@ -167,7 +224,7 @@ class EpisodeLayout:
     image_root: Path
 
     @classmethod
-    def from_config(cls, config: BongardHoiConfig) -> "EpisodeLayout":
+    def from_config(cls, config: BongardHoiConfig) -> EpisodeLayout:
         data_dir = Path(config.data_dir)
         return cls(data_dir / config.annotation_dir, data_dir / config.image_dir)
 
@@ -206,10 +263,11 @@ class EpisodeLayout:
 
 
 def episode_row(index: int, episode: Episode, resolved: dict[str, str], *, crop: bool = True,
-                counts: Counter | None = None, file: str | os.PathLike = "<episodes>") -> dict:
+                counts: Counter | None = None, file: str | os.PathLike = "<episodes>", refs: bool = False) -> dict:
     """The dataset row of ``episode``; ``resolved`` maps each ``im_path`` to its file on disk."""
     counts = Counter() if counts is None else counts
-    cell = functools.partial(image_cell, resolved=resolved, crop=crop, counts=counts, file=file, record=index)
+    cell = functools.partial(image_cell, resolved=resolved, crop=crop, counts=counts, file=file, record=index,
+                             refs=refs)
     return {
         "episode": index,
         "concept": episode.concept_name,
@@ -225,8 +283,11 @@ def episode_row(index: int, episode: Episode, resolved: dict[str, str], *, crop:
 
 
 def image_cell(image: EpisodeImage, *, resolved: dict[str, str], crop: bool, counts: Counter,
-               file: str | os.PathLike = "<episodes>", record: int | None = None) -> dict:
-    """One image struct of a row: the (cropped) picture with its boxes in the picture's own pixels."""
+               file: str | os.PathLike = "<episodes>", record: int | None = None, refs: bool = False) -> dict:
+    """One image struct of a row: the (cropped) picture with its boxes in the picture's own pixels.
+
+    With ``refs`` the picture is replaced by its ``image_id`` (nothing is decoded or encoded).
+    """
     path = resolved[image.im_path]
     width, height = image_size(path)
     placed = place_image(image, width, height)
@@ -237,13 +298,17 @@ def image_cell(image: EpisodeImage, *, resolved: dict[str, str], crop: bool, cou
         raise DataError(f"{file}: record {record}: image {image.im_path}: empty crop {list(placed.crop_bbox)} "
                         f"(from crop_bbox {list(image.crop_bbox)} on a {width}x{height} image)")
     if crop:
-        picture = {"bytes": _cached_crop(path, placed.crop_bbox), "path": Path(path).name}
         sub, obj = placed.sub_bbox, placed.obj_bbox
     else:
-        picture = embedded_image(path)
         sub, obj = placed.boxes_in_image()
+    if refs:
+        picture = {"image_id": image_id(image, placed.crop_bbox if crop else None)}
+    elif crop:
+        picture = {"image": {"bytes": _cached_crop(path, placed.crop_bbox), "path": Path(path).name}}
+    else:
+        picture = {"image": embedded_image(path)}
     return {
-        "image": picture, "im_path": image.im_path, "crop_bbox": list(placed.crop_bbox),
+        **picture, "im_path": image.im_path, "crop_bbox": list(placed.crop_bbox),
         "sub_bbox": [float(v) for v in sub], "obj_bbox": [float(v) for v in obj],
         "sub_class": image.sub_class, "obj_class": image.obj_class, "act_class": image.act_class,
         "sub_id": image.sub_id, "obj_id": image.obj_id, "act_id": image.act_id,
@@ -256,11 +321,9 @@ def _cached_crop(path: str, crop_bbox: tuple[int, int, int, int]) -> bytes:
     return crop_bytes(path, crop_bbox)
 
 
-def card_spec() -> "CardSpec":
+def card_spec() -> CardSpec:
     """The dataset card of a Bongard-HOI Hub folder (template ``bongard_hoi/card.md``)."""
     from importlib import resources
-
-    from hoi_bench.hub import CardSpec
 
     template = resources.files("bongard_hoi").joinpath("card.md").read_text(encoding="utf-8")
     return CardSpec(pretty_name="Bongard-HOI", license="other", task_categories=["image-classification"],
@@ -269,12 +332,33 @@ def card_spec() -> "CardSpec":
 
 def build_hub(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *, crop: bool = True,
               splits: tuple[str, ...] | None = None, annotation_dir: str = "bongard_hoi_release",
-              image_dir: str = "images") -> Path:
-    """Build the episode files under ``data_dir`` into the Hub folder ``out_dir`` (config ``episodes``)."""
+              image_dir: str = "images", configs: Sequence[str] = (CONFIG_NAME,)) -> Path:
+    """Build the episode files under ``data_dir`` into the Hub folder ``out_dir``.
+
+    ``configs``: ``episodes`` (images embedded in every episode row) and/or the pair ``episode_refs`` +
+    ``images`` (each distinct picture stored once; see the dataset card for the size trade-off).
+    """
+    for name in configs:
+        if name not in CONFIG_NAMES:
+            raise ConfigError("Bongard-HOI config", name, CONFIG_NAMES)
     from hoi_bench.hub import build_hub_folder
 
     kwargs = {"crop": crop, "annotation_dir": annotation_dir, "image_dir": image_dir}
     if splits is not None:
         kwargs["splits"] = tuple(splits)
-    return build_hub_folder(BongardHoi, [CONFIG_NAME], out_dir, card_spec(), data_dir=str(Path(data_dir).absolute()),
-                            default_config=CONFIG_NAME, **kwargs)
+    return build_hub_folder(BongardHoi, list(configs), out_dir, card_spec(), data_dir=str(Path(data_dir).absolute()),
+                            default_config=configs[0], config_card=config_card, **kwargs)
+
+
+def config_card(builder: BongardHoi, built: datasets.DatasetDict) -> str:
+    """A config's card section: rows per split and the sha256 of the episode file each split was built from."""
+    import hashlib
+
+    layout = EpisodeLayout.from_config(builder.config)
+    lines = [f"### `{builder.config.name}`", "", builder.config.description or "", "",
+             f"Built by hoi-bench bongard_hoi builder {VERSION} ({'official crops' if builder.config.crop else 'whole images'}).",
+             "", "| split | rows | episode file sha256 |", "|---|---|---|"]
+    for split, rows in built.items():
+        digest = hashlib.sha256(layout.episode_file(split).read_bytes()).hexdigest()
+        lines.append(f"| {split} | {len(rows):,} | `{digest}` |")
+    return "\n".join(lines) + "\n"

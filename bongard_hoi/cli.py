@@ -41,6 +41,9 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-crop", dest="crop", action="store_false",
                         help="embed whole original images, boxes in image pixels (default: official crops)")
     parser.add_argument("--splits", nargs="+", help="build only these splits (default: all nine)")
+    parser.add_argument("--layout", choices=["embedded", "refs", "both"], default="embedded",
+                        help="embedded: config 'episodes' with images in every row; refs: configs 'episode_refs' + "
+                             "'images' (each picture once, recommended for the full release); both: all three")
     parser.add_argument("--annotation-dir", default="bongard_hoi_release",
                         help="episode-file folder, absolute or relative to --data-dir")
     parser.add_argument("--image-dir", default="images", help="image root, absolute or relative to --data-dir")
@@ -49,9 +52,11 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
 def _run_build(args: argparse.Namespace) -> int:
     from bongard_hoi.builder import build_hub
 
+    configs = {"embedded": ("episodes",), "refs": ("episode_refs", "images"),
+               "both": ("episodes", "episode_refs", "images")}[args.layout]
     out = build_hub(args.data_dir, args.out, crop=args.crop, splits=args.splits, annotation_dir=args.annotation_dir,
-                    image_dir=args.image_dir)
-    print(f"wrote {out}; load with datasets.load_dataset({str(out)!r}, 'episodes')")
+                    image_dir=args.image_dir, configs=configs)
+    print(f"wrote {out}; load with datasets.load_dataset({str(out)!r}, {configs[0]!r})")
     return 0
 
 
@@ -109,8 +114,16 @@ def _run_stats(args: argparse.Namespace) -> int:
 
 
 def _configure_episodes(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--annotations", type=Path, required=True,
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--annotations", type=Path,
                         help="PPDM/QPIC annotation file to sample from (HICO-DET, V-COCO or their SG splits)")
+    source.add_argument("--hoi-sg", type=Path, metavar="FOLDER",
+                        help="hoi_sg Hub folder (hoi-bench build hoi_sg): sample its --config 'test' split (or "
+                             "'train' for --role train); its 'train' split is the training vocabulary")
+    parser.add_argument("--config", help="hoi_sg config with --hoi-sg, e.g. hico_split3")
+    parser.add_argument("--image-folder",
+                        help="image path prefix before <original split>/<file> (default: the HAKE layout, "
+                             "hico_20160224_det/images or vcoco)")
     parser.add_argument("--dataset", choices=["hico", "vcoco"], help="annotation vocabulary (default: from file names)")
     parser.add_argument("--role", choices=["train", "val", "test"], default="test",
                         help="train episodes go to split 'train'; val/test ones to <role>_<obj>_<act> splits")
@@ -138,11 +151,28 @@ def _run_episodes(args: argparse.Namespace) -> int:
     if (args.hub is None) != (args.images is None):
         raise ConfigError("option combination", "--hub without --images" if args.hub else "--images without --hub",
                           ["--hub HUB --images ROOT", "neither"])
-    instances = instances_from_annotations(read_annotations(args.annotations, args.dataset), args.dataset)
+    if args.hub is not None and args.shots != 6:
+        raise ConfigError("option combination", f"--hub with --shots {args.shots}", ["--hub with --shots 6"])
     vocabulary = None
-    if args.train_annotations is not None:
+    if args.hoi_sg is not None:
+        import datasets
+
+        from bongard_hoi.episodes import instances_from_rows
+
+        if not args.config:
+            raise ConfigError("option combination", "--hoi-sg without --config", ["--hoi-sg FOLDER --config NAME"])
+        dataset = "vcoco" if args.config.startswith("vcoco") else "hico"
+        loaded = datasets.load_dataset(str(args.hoi_sg), args.config)
+        instances = instances_from_rows(loaded["train" if args.role == "train" else "test"], dataset,
+                                        image_folder=args.image_folder)
         vocabulary = TrainingVocabulary.from_instances(
-            instances_from_annotations(read_annotations(args.train_annotations, args.dataset), args.dataset))
+            instances_from_rows(loaded["train"], dataset, image_folder=args.image_folder))
+    else:
+        records = read_annotations(args.annotations, args.dataset)
+        instances = instances_from_annotations(records, args.dataset, image_folder=args.image_folder)
+        if args.train_annotations is not None:
+            vocabulary = TrainingVocabulary.from_instances(instances_from_annotations(
+                read_annotations(args.train_annotations, args.dataset), args.dataset, image_folder=args.image_folder))
     sampled = sample_episodes(instances, args.num_episodes, role=args.role, vocabulary=vocabulary, shots=args.shots,
                               max_overlap=args.max_overlap, margin=args.margin, seed=args.seed)
     files = write_episode_set(args.out, sampled)

@@ -8,7 +8,8 @@ image is cropped around the union of the human and object boxes with a margin. V
 to the split named by whether the concept's object and action are in the training vocabulary.
 
 Input is a list of ``HoiInstance`` (one human-object pair with one action), made from the PPDM/QPIC files of
-HICO-DET, V-COCO and HICO-DET-SG / V-COCO-SG (``instances_from_annotations``) or built by hand. Output is
+HICO-DET, V-COCO and HICO-DET-SG / V-COCO-SG (``instances_from_annotations``), from hoi_sg dataset rows
+(``instances_from_rows``) or built by hand. Output is
 ``SampledEpisode`` records, written in the official episode-file format (``write_episode_set``) or turned into
 a dataset with the builder's features (``episodes_dataset``). Same instances and seed, same episodes.
 """
@@ -61,7 +62,7 @@ class TrainingVocabulary:
     objects: tuple[str, ...]
 
     @classmethod
-    def from_instances(cls, instances: Iterable[HoiInstance]) -> "TrainingVocabulary":
+    def from_instances(cls, instances: Iterable[HoiInstance]) -> TrainingVocabulary:
         """The sorted actions and objects occurring in ``instances`` (e.g. the training split's)."""
         instances = list(instances)
         return cls(tuple(sorted({i.action for i in instances})), tuple(sorted({i.object for i in instances})))
@@ -125,6 +126,31 @@ def instances_from_annotations(records, dataset: str | None = None, *, image_fol
                                          class_name(verbs.name_of(hoi.category_id)),
                                          class_name(objects.name_of(obj.category_id))))
     return instances
+
+
+def instances_from_rows(rows, dataset: str, *, image_folder: str | None = None) -> list[HoiInstance]:
+    """Instances of hoi_sg dataset rows (``load_dataset(HOI_SG_FOLDER, "hico_split3")["test"]``).
+
+    Rows go back to upstream records through ``hoi_sg_dataset.builder.row_to_record``; the ``width``/``height``
+    columns (present when images were embedded) clamp the crops. The ``image`` column is never decoded.
+    """
+    from dataclasses import replace
+
+    from hoi_sg_dataset.builder import row_to_record
+
+    if hasattr(rows, "column_names") and "image" in rows.column_names:
+        rows = rows.remove_columns("image")
+    records, sizes = [], {}
+    for row in rows:
+        record = row_to_record(row, dataset)
+        records.append(record)
+        if row.get("width") is not None:
+            sizes[record.file_name] = (row["width"], row["height"])
+    instances = instances_from_annotations(records, dataset, image_folder=image_folder)
+    if not sizes:
+        return instances
+    return [replace(i, width=sizes[name][0], height=sizes[name][1]) if (name := i.image.rsplit("/", 1)[-1]) in sizes
+            else i for i in instances]
 
 
 def crop_around(instance: HoiInstance, margin: float = DEFAULT_MARGIN) -> tuple[int, int, int, int]:

@@ -96,7 +96,7 @@ class EpisodeImage:
     @property
     def relative_path(self) -> str:
         """``im_path`` without the leading ``./`` (some third-party files omit it)."""
-        return self.im_path[2:] if self.im_path.startswith("./") else self.im_path
+        return self.im_path.removeprefix("./")
 
     def to_json(self) -> dict[str, Any]:
         """The official dict, keys in the release's order."""

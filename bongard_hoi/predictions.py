@@ -50,8 +50,8 @@ def episode_counts(references: str | os.PathLike) -> dict[str, int]:
         return counts
     files = sorted(root.glob("bongard_hoi_*.json"))
     if not files:
-        raise MissingFilesError(str(root), ["bongard_hoi_<split>.json (or a Hub folder with README.md and "
-                                            "episodes/*.parquet)"], what="reference files")
+        raise MissingFilesError(str(root), [("bongard_hoi_<split>.json (or a Hub folder with README.md and "
+                                             "episodes/*.parquet)")], what="reference files")
     return {split_of_file(f): len(read_episode_file(f)) for f in files}
 
 

@@ -140,8 +140,7 @@ def _paint(action: str, obj: str, image_root: Path, rng, number: int) -> _Pictur
     draw.rectangle([sub[0], sub[1], sub[2] - 1, sub[3] - 1], fill=(235, 200, 170), outline=(60, 40, 30))
     draw.rectangle([sub[0], sub[1], sub[2] - 1, sub[1] + 7], fill=ACTION_COLOURS[action])
     draw.ellipse([obj_box[0], obj_box[1], obj_box[2] - 1, obj_box[3] - 1], fill=OBJECT_COLOURS[obj])
-    centre = lambda b: ((b[0] + b[2]) // 2, (b[1] + b[3]) // 2)  # noqa: E731
-    draw.line([centre(sub), centre(obj_box)], fill=ACTION_COLOURS[action], width=3)
+    draw.line([_centre(sub), _centre(obj_box)], fill=ACTION_COLOURS[action], width=3)
 
     token = hashlib.sha1(f"{number}".encode()).hexdigest()
     stored = {
@@ -160,6 +159,10 @@ def _paint(action: str, obj: str, image_root: Path, rng, number: int) -> _Pictur
     if folder == "openimages" and crop[2] == width:
         crop = (crop[0], crop[1], width + 8, crop[3])  # annotated past the border: the fix must clamp it
     return _Picture(relative, stored, crop, sub, obj_box, action, obj)
+
+
+def _centre(box: tuple[int, int, int, int]) -> tuple[int, int]:
+    return (box[0] + box[2]) // 2, (box[1] + box[3]) // 2
 
 
 def _record(picture: _Picture) -> EpisodeImage:

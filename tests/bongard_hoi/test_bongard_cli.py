@@ -94,6 +94,19 @@ def test_demo_steps_build_draw_and_score(tmp_path):
         step.run(context)
     assert Image.open(context.artifacts["bongard_hoi episode sheet"]).format == "PNG"
     metrics = {(r.split, r.metric): r.value for r in context.rows}
-    assert set(s for s, _ in metrics) == {"test_seen_obj_seen_act", "test_seen_obj_unseen_act",
+    assert {s for s, _ in metrics} == {"test_seen_obj_seen_act", "test_seen_obj_unseen_act",
                                           "test_unseen_obj_seen_act", "test_unseen_obj_unseen_act", "test mean"}
     assert all(0.0 <= v <= 1.0 for v in metrics.values())
+
+
+def test_episodes_command_reads_a_hoi_sg_folder(tmp_path):
+    from hoi_sg_dataset.hub_folder import build_hoi_sg
+    from hoi_sg_dataset.samples import write_sample as write_sg_sample
+
+    layout = write_sg_sample(tmp_path / "sg")
+    folder = build_hoi_sg(layout.root, tmp_path / "sg_hub", ["hico_split3"], with_images=False)
+    assert main(["episodes", "--hoi-sg", str(folder), "--config", "hico_split3", "--role", "train", "--shots", "3",
+                 "--num-episodes", "4", "--out", str(tmp_path / "episodes")]) == 0
+    episodes = json.loads((tmp_path / "episodes" / "bongard_hoi_train.json").read_text())
+    assert len(episodes) == 4 and all(len(positives) == len(negatives) == 4 for positives, negatives, _ in episodes)
+    assert main(["episodes", "--hoi-sg", str(folder), "--out", str(tmp_path / "x")]) == 2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np
@@ -119,3 +118,41 @@ def test_missing_images_are_listed_before_anything_is_written(tmp_path):
     with pytest.raises(MissingFilesError, match="8 episode files missing"):
         build_hub(data, tmp_path / "hub")
     assert not (tmp_path / "hub").exists()
+
+
+def test_reference_layout_stores_each_picture_once_and_resolves_to_the_embedded_bytes(sample, built, tmp_path):
+    folder = build_hub(sample, tmp_path / "refs", configs=("episode_refs", "images"), splits=("train",))
+    refs = load_dataset(str(folder), "episode_refs", split="train", cache_dir=str(tmp_path / "cache"))
+    pictures = load_dataset(str(folder), "images", split="train", cache_dir=str(tmp_path / "cache"))
+    where = {key: index for index, key in enumerate(pictures["image_id"])}
+    assert len(where) == len(pictures)
+    for ref_row, row in zip(refs, built["train"], strict=True):
+        for ref_cell, cell in zip(ref_row["positive_shots"] + [ref_row["negative_query"]],
+                                  row["positive_shots"] + [row["negative_query"]], strict=True):
+            assert ref_cell["image_id"].startswith(cell["im_path"][2:] + "#")
+            assert ref_cell["sub_bbox"] == cell["sub_bbox"] and ref_cell["crop_bbox"] == cell["crop_bbox"]
+            picture = pictures[where[ref_cell["image_id"]]]["image"]
+            assert np.array_equal(np.asarray(picture), np.asarray(cell["image"]))
+    assert len(pictures) < len(built["train"]) * 14
+
+
+def test_card_names_each_split_with_the_checksum_of_its_episode_file(sample, folder):
+    import hashlib
+
+    card = (folder / "README.md").read_text()
+    digest = hashlib.sha256((sample / ANNOTATION_DIR / "bongard_hoi_train.json").read_bytes()).hexdigest()
+    assert f"| train | 24 | `{digest}` |" in card
+    assert "openimages x1.6" in card and "configs:" in card
+
+
+def test_integer_concept_files_build_with_the_concept_taken_from_the_positives(tmp_path):
+    data = _openimages_layout(tmp_path / "native")
+    path = data / ANNOTATION_DIR / "bongard_hoi_train.json"
+    episodes = json.loads(path.read_text())
+    episodes[0][2] = 7
+    episodes[0][0][0]["im_path"] = "openimages/images/a.png"  # third-party files may drop the "./"
+    path.write_text(json.dumps(episodes))
+    folder = build_hub(data, tmp_path / "hub", splits=("train",))
+    row = load_dataset(str(folder), "episodes", split="train", cache_dir=str(tmp_path / "cache"))[0]
+    assert (row["concept"], row["concept_id"], row["action"], row["object"]) == ("ride++horse", 7, "ride", "horse")
+    assert row["positive_shots"][0]["crop_bbox"] == [16, 8, 200, 100]

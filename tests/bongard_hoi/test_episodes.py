@@ -9,7 +9,8 @@ import pytest
 
 from bongard_hoi.builder import episode_features
 from bongard_hoi.episodes import (HoiInstance, TrainingVocabulary, episodes_dataset, group_by_split,
-                                  instances_from_annotations, sample_episodes, write_episode_set)
+                                  instances_from_annotations, instances_from_rows, sample_episodes,
+                                  write_episode_set)
 from bongard_hoi.formats import read_episode_file, split_name
 
 ACTIONS = {"cup": ("drink_with", "hold", "wash"), "horse": ("ride", "feed", "hold"), "kite": ("fly", "hold")}
@@ -122,3 +123,18 @@ def test_episodes_from_a_real_hico_det_sg_file(anchors_dir):
     for item in sampled:
         assert all(i.obj_class == item.episode.object and i.act_class != item.episode.action
                    for i in item.episode.negatives)
+
+
+def test_hoi_sg_rows_give_the_same_instances_as_the_annotation_records_plus_image_sizes():
+    from hoi_sg_dataset.builder import record_to_row
+    from hoi_sg_dataset.samples import sample_plan
+
+    records = sample_plan().hico_trainval
+    rows = [dict(record_to_row(r, "hico"), width=128, height=96) for r in records]
+    from_rows = instances_from_rows(rows, "hico")
+    from_records = instances_from_annotations(records, "hico")
+    assert [(i.image, i.action, i.object) for i in from_rows] == [(i.image, i.action, i.object) for i in from_records]
+    assert all((i.width, i.height) == (128, 96) for i in from_rows)
+    sampled = sample_episodes(from_rows, 5, shots=2, role="test",
+                              vocabulary=TrainingVocabulary.from_instances(from_records), seed=1)
+    assert sampled and all(i.crop_bbox[2] <= 128 and i.crop_bbox[3] <= 96 for s in sampled for i in s.episode.images())
