@@ -281,11 +281,89 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return run_with_args(HoiPairBaseline(args), args)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m hoi_sg_dataset.baseline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    return run(parse_args(argv))
+
+
+DEMO_CONFIG = "hico_split1"
+DEMO_STEPS = 40
+
+
+def demo(context) -> None:
+    """``hoi-bench demo`` step: the object prior and a pair classifier trained a few steps on the sample's
+    ``hico_split1``, both scored on its SG test split with the ``hoi_map`` evaluate module."""
+    import evaluate
+
+    from hoi_bench import metric_path
+    from hoi_bench.training import demo_hub_folder
+
+    def build(hub: Path) -> Path:
+        from hoi_sg_dataset.hub_folder import build_hoi_sg
+        from hoi_sg_dataset.samples import write_sample
+
+        return build_hoi_sg(write_sample(hub.parent / "sample").root, hub, [DEMO_CONFIG])
+
+    base = context.out_dir / "hoi_sg"
+    hub = demo_hub_folder(base, build)
+    common = ["--data", str(hub), "--config", DEMO_CONFIG, "--cache-dir", str(base / "cache")]
+    runs = {
+        "object prior": common + ["--model", "object-prior", "--output-dir", str(base / f"{DEMO_CONFIG}-object-prior")],
+        f"pair classifier, {DEMO_STEPS} steps": common + [
+            "--output-dir", str(base / f"{DEMO_CONFIG}-pair"), "--max-steps", str(DEMO_STEPS),
+            "--learning-rate", "3e-3", "--checkpointing-steps", str(DEMO_STEPS)],
+    }
+    metric = evaluate.load(metric_path("hoi_map"))
+    for label, argv in runs.items():
+        args = parse_args(argv)
+        results = run(args)
+        path = Path(results["splits"]["test"]["predictions"])
+        predictions, references = module_inputs(path, load_split(args, "test"), dataset_of(DEMO_CONFIG))
+        value = metric.compute(predictions=predictions, references=references)["mAP"]
+        context.result(f"hoi_sg/{DEMO_CONFIG}", "test (SG)", f"mAP ({label})", value)
+        context.say(f"{label}: mAP {value:.3f} on the SG test split; predictions {path}")
+        context.artifacts[f"hoi_sg {label} predictions"] = path
+
+
+def module_inputs(path: Path, rows, dataset: str) -> tuple[list[dict], list[dict]]:
+    """``hoi_map``/``vcoco_map`` module inputs: one dict per GT image of ``rows`` (boxes, raw labels, raw HOIs),
+    predictions read from the PPDM/QPIC file ``path`` with the package's reader and lined up by file name."""
+    from hoi_sg_dataset.builder import row_to_record
+    from hoi_sg_dataset.predictions import read_predictions
+
+    references = [row_to_record(row, dataset) for row in rows.remove_columns(["image"])]
+    by_name = {p.file_name: p for p in read_predictions(path, dataset)}
+    reference_dicts, prediction_dicts = [], []
+    for record in references:
+        reference_dicts.append({"boxes": record.boxes.tolist(), "box_labels": record.box_labels.tolist(),
+                                "hois": record.hoi_triplets.tolist()})
+        entry = by_name.get(record.file_name)
+        prediction_dicts.append({"boxes": [] if entry is None else entry.boxes.tolist(),
+                                 "box_labels": [] if entry is None else entry.box_labels.tolist(),
+                                 "hois": [] if entry is None else entry.hois.tolist(),
+                                 "scores": [] if entry is None else entry.scores.tolist()})
+    return prediction_dicts, reference_dicts
+
+
+def train_command():
+    """``hoi-bench train hoi_sg`` (registered by ``hoi_sg_dataset.cli``)."""
+    from hoi_bench.plugins import Command
+
+    return Command("train", "hoi_sg", "train and evaluate the object-prior / pair-classifier baselines (accelerate)",
+                   configure_parser, run)
+
+
+def demo_step():
+    """The training demo step (order 50) registered by ``hoi_sg_dataset.cli``."""
+    from hoi_bench.plugins import DemoStep
+
+    return DemoStep("hoi_sg: object prior vs. a pair classifier trained a few steps, scored with hoi_map", 50, demo)
 
 
 if __name__ == "__main__":

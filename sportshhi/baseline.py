@@ -241,11 +241,81 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return run_with_args(HHIClsBaseline(args), args)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m sportshhi.baseline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    return run(parse_args(argv))
+
+
+DEMO_STEPS = 15
+
+
+def demo(context) -> None:
+    """``hoi-bench demo`` step: train the HHICls pair classifier a few steps on the sample, score its prediction
+    CSV with the ``hhi_map`` evaluate module."""
+    import evaluate
+
+    from hoi_bench import metric_path
+    from hoi_bench.training import demo_hub_folder
+    from sportshhi.formats import read_annotation_csv, read_prediction_csv
+
+    def build(hub: Path) -> Path:
+        from sportshhi.builder import build_sportshhi_folder
+        from sportshhi.samples import write_sample
+
+        return build_sportshhi_folder(write_sample(hub.parent / "sample").root, hub)
+
+    base = context.out_dir / "sportshhi"
+    hub = demo_hub_folder(base, build)
+    results = run(parse_args(["--data", str(hub), "--output-dir", str(base / "hhicls"), "--cache-dir",
+                              str(base / "cache"), "--max-steps", str(DEMO_STEPS), "--learning-rate", "1e-3",
+                              "--checkpointing-steps", str(DEMO_STEPS)]))
+    split = results["splits"]["validation"]
+    predictions_csv = Path(split["predictions"])
+    references_csv = predictions_csv.with_name("validation_references.csv")
+    predictions, references = module_inputs(read_prediction_csv(predictions_csv), read_annotation_csv(references_csv))
+    value = evaluate.load(metric_path("hhi_map")).compute(predictions=predictions, references=references)
+    label = f"(HHICls pair classifier, {results['steps']} steps)"
+    context.result("sportshhi", "validation", f"mAP {label}", value["mAP"])
+    context.result("sportshhi", "validation", f"Recall@20 {label}", value["recall@20"])
+    context.say(f"HHICls trained {results['steps']} steps in {results['train_seconds']:.0f} s; "
+                f"prediction CSV {predictions_csv}")
+    context.artifacts["sportshhi HHICls prediction CSV"] = predictions_csv
+
+
+def module_inputs(predicted, gt) -> tuple[list[dict], list[dict]]:
+    """``hhi_map`` module inputs: one dict per keyframe (of either file), the shorter side padded with empty
+    keyframes as the module's card asks."""
+    keys = sorted(set(gt.keys) | set(predicted.keys))
+    predictions, references = [], []
+    for key in keys:
+        mine, theirs = predicted.keys == key, gt.keys == key
+        predictions.append({"keyframe": key, "subject_boxes": predicted.subject_boxes[mine].tolist(),
+                            "object_boxes": predicted.object_boxes[mine].tolist(),
+                            "labels": predicted.labels[mine].tolist(), "scores": predicted.scores[mine].tolist()})
+        references.append({"keyframe": key, "subject_boxes": gt.subject_boxes[theirs].tolist(),
+                           "object_boxes": gt.object_boxes[theirs].tolist(), "labels": gt.labels[theirs].tolist()})
+    return predictions, references
+
+
+def train_command():
+    """``hoi-bench train sportshhi`` (registered by ``sportshhi.cli``)."""
+    from hoi_bench.plugins import Command
+
+    return Command("train", "sportshhi", "train and evaluate the HHICls pair-classifier baseline (accelerate)",
+                   configure_parser, run)
+
+
+def demo_step():
+    """The training demo step (order 53) registered by ``sportshhi.cli``."""
+    from hoi_bench.plugins import DemoStep
+
+    return DemoStep("sportshhi: train the HHICls pair classifier a few steps, score it with hhi_map", 53, demo)
 
 
 if __name__ == "__main__":
