@@ -101,6 +101,8 @@ class ProtoNetBaseline(Baseline):
         return path, {"accuracy": result["accuracy"][split], "episode_accuracy": result["episode_accuracy"][split]}
 
     def finalize(self, predictions_dir: Path, splits: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        if not splits:
+            return {}
         entries = []
         for split in splits:
             entries += json.loads((predictions_dir / f"{split}.json").read_text())
@@ -148,7 +150,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("ProtoNet")
     group.add_argument("--embedding-dim", type=int, default=128, help="size of the shot/query embedding")
     group.add_argument("--train-split", default="train", help="split to sample training episodes from")
-    group.add_argument("--eval-splits", nargs="+", default=list(TEST_SPLITS),
+    group.add_argument("--eval-splits", nargs="*", default=list(TEST_SPLITS),
                        help="splits to predict on (default: the four test splits)")
 
 

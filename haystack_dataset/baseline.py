@@ -273,7 +273,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                        help="training pairs per image: every labelled pair, then unlabelled ones")
     group.add_argument("--rank-mode", choices=("paper", "official"), default="paper",
                        help="PDD/PDO rank mode passed to the Haystack metrics")
-    group.add_argument("--eval-splits", nargs="+", default=[HAYSTACK_SPLIT, PSG_SPLIT],
+    group.add_argument("--eval-splits", nargs="*", default=[HAYSTACK_SPLIT, PSG_SPLIT],
                        choices=(HAYSTACK_SPLIT, PSG_SPLIT), help="CONFIG/SPLIT to predict on")
 
 

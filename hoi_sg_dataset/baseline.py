@@ -273,7 +273,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                        help="training pairs per image: every annotated pair, then unannotated ones")
     group.add_argument("--max-hois-per-image", type=int, default=100,
                        help="best-scored (pair, verb) predictions written per image (QPIC keeps 100)")
-    group.add_argument("--eval-splits", nargs="+", default=["test"], help="splits to predict on")
+    group.add_argument("--eval-splits", nargs="*", default=["test"], help="splits to predict on")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -232,7 +232,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--action-list", type=Path,
                        help="sports_action_list.pbtxt giving label ids (default: ids seen in training)")
     group.add_argument("--train-split", default="train")
-    group.add_argument("--eval-splits", nargs="+", default=["validation"],
+    group.add_argument("--eval-splits", nargs="*", default=["validation"],
                        help="splits to predict on (SportsHHI has no public test split; validation is its test)")
 
 
