@@ -1,9 +1,10 @@
-"""ProtoNet-style few-shot baseline for Bongard-HOI, trained episodically on ``train``, scored on the test splits.
+"""ProtoNet-style few-shot baseline for Bongard-HOI, trained episodically on ``train``, scored on test splits.
 
-Each episode's 6 positive and 6 negative shots are embedded by a backbone + projection; their means are the two
-prototypes, and each of the two queries is scored by minus its squared distance to each prototype (Snell et al.,
-2017; the NVlabs "ProtoNet" config). Loss: cross-entropy of both queries. The prediction file is the JSON list
-``bongard_accuracy`` reads (``{"split", "episode", "query", "prediction": [positive score, negative score]}``).
+Each episode's 6 positive and 6 negative shots are embedded by a backbone + projection; their means are the
+two prototypes, and each of the two queries is scored by minus its squared distance to each prototype (Snell
+et al., 2017; the NVlabs "ProtoNet" config). Loss: cross-entropy of both queries. The prediction file is the
+JSON list ``bongard_accuracy`` reads: ``{"split", "episode", "query", "prediction": [positive, negative]}``
+with the two softmax scores.
 
 On a GPU, after ``hoi-bench build bongard_hoi --data-dir RAW --out HUB``::
 
@@ -98,7 +99,7 @@ class ProtoNetBaseline(Baseline):
         path = predictions_dir / f"{split}.json"
         _write_predictions(path, entries)
         result = _score(path, self.args)
-        return path, {"accuracy": result["accuracy"][split], "episode_accuracy": result["episode_accuracy"][split]}
+        return path, {key: result[key][split] for key in ("accuracy", "episode_accuracy")}
 
     def finalize(self, predictions_dir: Path, splits: dict[str, dict[str, Any]]) -> dict[str, Any]:
         if not splits:
@@ -112,7 +113,7 @@ class ProtoNetBaseline(Baseline):
 
 
 def prediction_entries(split: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The ``bongard_accuracy`` prediction entries of one split: two per episode, ``[positive, negative]`` scores."""
+    """The ``bongard_accuracy`` prediction entries of a split: two per episode, ``[positive, negative]``."""
     entries = []
     for record in sorted(records, key=lambda r: r["episode"]):
         for query, scores in zip(QUERIES, record["scores"]):
@@ -129,7 +130,7 @@ def _write_predictions(path: Path, entries: list[dict[str, Any]]) -> None:
 
 
 def _score(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Read the file back with the package's reader (validating it) and score it against the dataset folder."""
+    """Read the file back with the package's reader (validating it), score it against the dataset folder."""
     from bongard_hoi.predictions import evaluate_prediction_file
 
     return evaluate_prediction_file(path, args.data)
@@ -193,8 +194,8 @@ def demo(context) -> None:
                               str(base / "cache"), "--max-steps", str(DEMO_STEPS), "--batch-size", "4",
                               "--learning-rate", "1e-3", "--checkpointing-steps", str(DEMO_STEPS)]))
     path = Path(results["overall"]["predictions"])
-    context.say(f"ProtoNet (tiny-random backbone) trained {results['steps']} steps in {results['train_seconds']:.0f} s;"
-                f" predictions: {path}")
+    context.say(f"ProtoNet (tiny-random backbone) trained {results['steps']} steps in "
+                f"{results['train_seconds']:.0f} s; predictions: {path}")
     entries = json.loads(path.read_text(encoding="utf-8"))
     metric = evaluate.load(metric_path("bongard_accuracy"), "scores")
     scored = metric.compute(predictions=[e["prediction"] for e in entries],
@@ -211,15 +212,16 @@ def train_command():
     """``hoi-bench train bongard_hoi`` (registered by ``bongard_hoi.cli``)."""
     from hoi_bench.plugins import Command
 
-    return Command("train", "bongard_hoi", "train and evaluate the ProtoNet baseline (accelerate)", configure_parser,
-                   run)
+    return Command("train", "bongard_hoi", "train and evaluate the ProtoNet baseline (accelerate)",
+                   configure_parser, run)
 
 
 def demo_step():
     """The training demo step (order 52) registered by ``bongard_hoi.cli``."""
     from hoi_bench.plugins import DemoStep
 
-    return DemoStep("bongard_hoi: train the ProtoNet baseline a few steps, score it with bongard_accuracy", 52, demo)
+    return DemoStep("bongard_hoi: train the ProtoNet baseline a few steps, score it with bongard_accuracy",
+                    52, demo)
 
 
 if __name__ == "__main__":

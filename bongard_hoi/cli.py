@@ -28,7 +28,8 @@ def register(registry: Registry) -> None:
                                  _configure_evaluate, _run_evaluate))
     registry.add_demo_step(DemoStep("bongard_hoi: build the sample episodes, load them, draw a sheet", 12, _demo_build))
     registry.add_demo_step(DemoStep("bongard_hoi: accuracy of a colour-prototype rule", 32, _demo_rule))
-    from bongard_hoi import baseline  # training command and demo step (issue 7); torch is imported only when run
+    # training command and demo step (issue 7); the baseline imports torch only when it runs
+    from bongard_hoi import baseline
 
     registry.add_command(baseline.train_command())
     registry.add_demo_step(baseline.demo_step())

@@ -1,13 +1,14 @@
-"""PredCls relation baselines for PSG / Haystack: a pair classifier trained on ``psg``, and the frequency prior.
+"""PredCls relation baselines for PSG / Haystack: a pair classifier trained on ``psg``, and a frequency prior.
 
-PredCls: the ground-truth segments (boxes and classes) are given; a model scores every ordered pair of segments
-over ``no relation`` + the 56 predicates.
+PredCls: the ground-truth segments (boxes and classes) are given; a model scores every ordered pair of
+segments over ``no relation`` + the 56 predicates.
 
 - ``--model classifier`` (default): backbone features of the subject, object and union crops, the pair's box
   geometry and embeddings of the two segment classes → 57 logits, plus the log frequency prior as a fixed
   bias (the "frequency bias" of Neural Motifs). Trained on ``psg`` ``train`` with a soft cross-entropy (a pair
   with several predicates spreads its target over them; unlabelled pairs are ``no relation``).
-- ``--model prior``: ``haystack_dataset.frequency_prior.FrequencyPrior`` fitted on ``psg`` ``train``; no training.
+- ``--model prior``: ``haystack_dataset.frequency_prior.FrequencyPrior`` fitted on ``psg`` ``train``, no
+  training.
 
 Outputs (``OUTPUT/predictions/``): the Haystack NPY on the ``haystack`` config (``[image_id, subject, object,
 56 scores]``, softmax with the no-relation column dropped and no renormalisation, as OpenPSG's dumper) scored
@@ -58,7 +59,8 @@ class PredClsBaseline(Baseline):
 
     def _split(self, name: str, *, streaming: bool = False):
         config, split = name.split("/")
-        return load_split(argparse.Namespace(**{**vars(self.args), "config": config}), split, streaming=streaming)
+        args = argparse.Namespace(**{**vars(self.args), "config": config})
+        return load_split(args, split, streaming=streaming)
 
     def build_model(self):
         import torch
@@ -115,7 +117,8 @@ class PredClsBaseline(Baseline):
             side = self.preprocessing.size
             if crops_needed and pairs:
                 image = image_tensor(rows["image"][index])
-                crops = torch.stack([pair_crops(image, boxes[s], boxes[o], self.preprocessing) for s, o in pairs])
+                crops = torch.stack([pair_crops(image, boxes[s], boxes[o], self.preprocessing)
+                                     for s, o in pairs])
             else:
                 crops = torch.zeros(len(pairs), 3, 3, side, side)
             targets = torch.zeros(len(pairs), 1 + num_predicates)
@@ -153,10 +156,12 @@ class PredClsBaseline(Baseline):
         return F.cross_entropy(logits, batch["targets"])
 
     def predict(self, model, batch) -> list[dict[str, Any]]:
-        probabilities = model(batch["crops"], batch["geometry"], batch["labels"]).float().softmax(-1).cpu().numpy()
+        logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()
+        probabilities = logits.softmax(-1).cpu().numpy()
         records, start = [], 0
         for row, count in enumerate(batch["pair_counts"].tolist()):
-            records.append({"image_id": batch["image_id"][row], "pairs": np.asarray(batch["pairs"][row]).reshape(-1, 2),
+            records.append({"image_id": batch["image_id"][row],
+                            "pairs": np.asarray(batch["pairs"][row]).reshape(-1, 2),
                             "probabilities": probabilities[start:start + count]})
             start += count
         return records
@@ -210,8 +215,9 @@ def _prior_table(prior) -> np.ndarray:
 
 
 def haystack_rows(records: list[dict[str, Any]]) -> np.ndarray:
-    """The Haystack NPY array: ``[image_id, subject, object, predicate scores]`` (no-relation column dropped)."""
-    parts = [np.column_stack([np.full(len(r["pairs"]), float(r["image_id"])), r["pairs"], r["probabilities"][:, 1:]])
+    """The Haystack NPY array: ``[image_id, subject, object, predicate scores]``, no no-relation column."""
+    parts = [np.column_stack([np.full(len(r["pairs"]), float(r["image_id"])), r["pairs"],
+                              r["probabilities"][:, 1:]])
              for r in sorted(records, key=lambda r: str(r["image_id"])) if len(r["pairs"])]
     width = 3 + (records[0]["probabilities"].shape[1] - 1 if records else 0)
     return np.concatenate(parts) if parts else np.zeros((0, width))
@@ -240,7 +246,8 @@ def annotation_from_rows(dataset, *, negatives: bool):
             "relations": [[r["subject"], r["object"], r["predicate"]] for r in row["relations"]],
         }
         if negatives:
-            record["neg_relations"] = [[r["subject"], r["object"], r["predicate"]] for r in row["negative_relations"]]
+            record["neg_relations"] = [[r["subject"], r["object"], r["predicate"]]
+                                       for r in row["negative_relations"]]
         data.append(record)
     raw = {key: classes[key] for key in ("thing_classes", "stuff_classes", "predicate_classes")}
     raw["data"] = data
@@ -297,8 +304,9 @@ DEMO_STEPS = 10
 
 
 def demo(context) -> None:
-    """``hoi-bench demo`` step: train the PredCls classifier a few steps on the sample's ``psg`` train split, then
-    score its Haystack NPY with the ``p_auc``/``pdd``/``pdo`` modules and its recall JSON with ``sg_recall``."""
+    """``hoi-bench demo`` step: train the PredCls classifier a few steps on the sample's ``psg`` train split,
+    then score its Haystack NPY with the ``p_auc``/``pdd``/``pdo`` modules and its recall JSON with
+    ``sg_recall``."""
     import warnings
 
     import evaluate
@@ -316,22 +324,25 @@ def demo(context) -> None:
 
     base = context.out_dir / "haystack"
     hub = demo_hub_folder(base, build)
-    args = parse_args(["--data", str(hub), "--output-dir", str(base / "predcls"), "--cache-dir", str(base / "cache"),
-                       "--max-steps", str(DEMO_STEPS), "--batch-size", "4", "--learning-rate", "1e-3",
+    args = parse_args(["--data", str(hub), "--output-dir", str(base / "predcls"),
+                       "--cache-dir", str(base / "cache"), "--max-steps", str(DEMO_STEPS),
+                       "--batch-size", "4", "--learning-rate", "1e-3",
                        "--checkpointing-steps", str(DEMO_STEPS)])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", HaystackInputWarning)  # predicates without negatives in the tiny sample
+        # the tiny sample has predicates without negatives; the metrics warn and report NaN P-AUC for them
+        warnings.simplefilter("ignore", HaystackInputWarning)
         results = run(args)
         label = f"(PredCls classifier, {results['steps']} steps)"
         baseline = PredClsBaseline(args)
         npy = Path(results["splits"][HAYSTACK_SPLIT]["predictions"])
         annotation = annotation_from_rows(baseline._split(HAYSTACK_SPLIT), negatives=True)
         relations = annotated_relations(annotation)
-        scores, present = relation_scores(relations, read_haystack_npy(npy), len(annotation.predicate_classes))
+        n = len(annotation.predicate_classes)
+        scores, present = relation_scores(relations, read_haystack_npy(npy), n)
         for name in ("p_auc", "pdd", "pdo"):
             value = evaluate.load(metric_path(name)).compute(
-                predictions=[], references=[], scores=scores, predicates=relations.predicate, labels=relations.label,
-                present=present, predicate_names=annotation.predicate_classes)
+                predictions=[], references=[], scores=scores, predicates=relations.predicate,
+                labels=relations.label, present=present, predicate_names=annotation.predicate_classes)
             context.result("haystack", "test", f"{name.upper().replace('_', '-')} {label}", value[name])
     recall_file = Path(results["splits"][PSG_SPLIT]["predictions"])
     psg_test = baseline._split(PSG_SPLIT)
@@ -363,7 +374,7 @@ def demo_step():
     """The training demo step (order 51) registered by ``haystack_dataset.cli``."""
     from hoi_bench.plugins import DemoStep
 
-    return DemoStep("haystack: train the PredCls classifier a few steps, score it with p_auc/pdd/pdo/sg_recall",
+    return DemoStep("haystack: train the PredCls classifier a few steps, score with p_auc/pdd/pdo/sg_recall",
                     51, demo)
 
 

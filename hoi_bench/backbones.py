@@ -1,9 +1,9 @@
-"""Image backbones for the baselines, and the crop/resize/normalise steps that feed them (torch ops, no torchvision).
+"""Image backbones for the baselines and the crop/resize/normalise steps feeding them (torch, no torchvision).
 
 A backbone is any ``transformers`` vision model named by its checkpoint (``microsoft/resnet-50``,
-``facebook/dinov2-small``, ...), loaded with ``AutoModel`` (or ``AutoBackbone`` for multi-stage backbones), and
-reduced to one feature vector per image. ``tiny-random`` builds a two-stage ResNet from a small config with random
-weights and downloads nothing, so tests and ``hoi-bench demo`` run offline on a CPU.
+``facebook/dinov2-small``, ...), loaded with ``AutoModel`` (or ``AutoBackbone`` for multi-stage backbones)
+and reduced to one feature vector per image. ``tiny-random`` builds a two-stage ResNet from a small config
+with random weights and downloads nothing, so tests and ``hoi-bench demo`` run offline on a CPU.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ PAIR_GEOMETRY_DIM = 9
 
 @dataclass(frozen=True)
 class Preprocessing:
-    """How crops are prepared for a backbone: square side in pixels and the normalisation it was trained with."""
+    """How crops are prepared for a backbone: square side in pixels, the normalisation it was trained with."""
 
     size: int
     mean: tuple[float, float, float] = IMAGENET_MEAN
@@ -38,7 +38,7 @@ class Preprocessing:
 
 
 class Backbone(nn.Module):
-    """Wraps a ``transformers`` vision model so that ``forward(pixel_values)`` returns ``(batch, feature_dim)``.
+    """A ``transformers`` vision model whose ``forward(pixel_values)`` returns ``(batch, feature_dim)``.
 
     Pooling: the model's ``pooler_output`` when it has one (ResNet, ConvNeXt), else the first token of a
     ``(batch, tokens, dim)`` output (ViT/DINOv2 CLS token), else the spatial mean of the last feature map
@@ -73,7 +73,8 @@ def tiny_random_backbone(size: int = 32) -> Backbone:
     """
     from transformers import ResNetConfig, ResNetModel
 
-    config = ResNetConfig(num_channels=3, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic")
+    config = ResNetConfig(num_channels=3, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+                          layer_type="basic")
     return Backbone(ResNetModel(config), config.hidden_sizes[-1], Preprocessing(size=size), TINY_RANDOM)
 
 
@@ -138,12 +139,13 @@ def image_tensor(image: Image.Image | np.ndarray) -> torch.Tensor:
 
 
 def crop_resized(image: torch.Tensor, box, preprocessing: Preprocessing) -> torch.Tensor:
-    """The region ``box`` (xyxy pixels) of a ``(3, H, W)`` uint8 image, resized to a normalised square float crop.
+    """The region ``box`` (xyxy pixels) of a ``(3, H, W)`` uint8 image as a normalised square float crop.
 
     The box is clipped to the image and widened to at least one pixel, so degenerate annotation boxes still
     give a valid crop.
 
-    >>> crop = crop_resized(torch.full((3, 10, 20), 255, dtype=torch.uint8), [2, 2, 8, 6], Preprocessing(size=4))
+    >>> white = torch.full((3, 10, 20), 255, dtype=torch.uint8)
+    >>> crop = crop_resized(white, [2, 2, 8, 6], Preprocessing(size=4))
     >>> crop.shape, round(float(crop[0, 0, 0]), 3)
     (torch.Size([3, 4, 4]), 2.249)
     """
@@ -155,7 +157,8 @@ def crop_resized(image: torch.Tensor, box, preprocessing: Preprocessing) -> torc
     bottom = int(max(min(np.ceil(y2), height), top + 1))
     region = image[:, top:bottom, left:right].float().div_(255.0).unsqueeze(0)
     side = preprocessing.size
-    resized = F.interpolate(region, size=(side, side), mode="bilinear", align_corners=False, antialias=True)[0]
+    resized = F.interpolate(region, size=(side, side), mode="bilinear", align_corners=False,
+                            antialias=True)[0]
     mean = torch.tensor(preprocessing.mean).view(3, 1, 1)
     std = torch.tensor(preprocessing.std).view(3, 1, 1)
     return (resized - mean) / std
@@ -196,4 +199,5 @@ def pair_geometry(subject, obj, width: float, height: float) -> list[float]:
 
 def pair_crops(image: torch.Tensor, subject, obj, preprocessing: Preprocessing) -> torch.Tensor:
     """``(3, 3, S, S)``: the subject, object and union crops of a box pair in a ``(3, H, W)`` uint8 image."""
-    return torch.stack([crop_resized(image, box, preprocessing) for box in (subject, obj, union_box(subject, obj))])
+    boxes = (subject, obj, union_box(subject, obj))
+    return torch.stack([crop_resized(image, box, preprocessing) for box in boxes])

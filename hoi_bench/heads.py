@@ -1,8 +1,8 @@
 """Model heads the baselines put on a :class:`hoi_bench.backbones.Backbone`.
 
-- :class:`PairClassifier`: an interaction between two boxes (human–object in HICO-DET/V-COCO, subject–object in
-  PSG/Haystack, person–person in SportsHHI) from backbone features of several crops (e.g. subject, object and
-  their union, possibly in several frames) plus the pair's box geometry, to class logits.
+- :class:`PairClassifier`: an interaction between two boxes (human–object in HICO-DET/V-COCO,
+  subject–object in PSG/Haystack, person–person in SportsHHI) from backbone features of several crops
+  (e.g. subject, object and their union, possibly in several frames) plus the pair's box geometry.
 - :class:`PrototypeClassifier`: ProtoNet-style few-shot head (Snell et al., 2017) for Bongard-HOI: embed the
   shots, average them into one prototype per side, score each query by its negative squared distance.
 """
@@ -16,7 +16,7 @@ from hoi_bench.backbones import Backbone
 
 
 class PairClassifier(nn.Module):
-    """``forward(crops, geometry)``: ``(pairs, crops_per_pair, 3, S, S)`` and ``(pairs, G)`` → ``(pairs, classes)``.
+    """``forward(crops, geometry)``: ``(pairs, crops, 3, S, S)`` and ``(pairs, G)`` → ``(pairs, classes)``.
 
     >>> from hoi_bench.backbones import tiny_random_backbone
     >>> head = PairClassifier(tiny_random_backbone(16), crops_per_pair=3, geometry_dim=9, num_classes=5)
@@ -38,7 +38,8 @@ class PairClassifier(nn.Module):
         self.classifier = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
         self.register_buffer("pair_bias", pair_bias, persistent=pair_bias is not None)
 
-    def forward(self, crops: torch.Tensor, geometry: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, crops: torch.Tensor, geometry: torch.Tensor,
+                labels: torch.Tensor | None = None) -> torch.Tensor:
         """``labels`` ``(pairs, 2)``: subject and object class, needed when built with ``num_labels`` or a
         ``pair_bias`` (a ``(labels, labels, classes)`` table added to the logits, e.g. log frequencies)."""
         pairs = crops.shape[0]
@@ -54,7 +55,7 @@ class PairClassifier(nn.Module):
 
 
 class PairPrior(nn.Module):
-    """A parameter-free pair "classifier": logits = ``log_table[subject label, object label]`` (a frequency prior).
+    """A parameter-free pair "classifier": logits = ``log_table[subject label, object label]`` (a prior).
 
     Same call signature as :class:`PairClassifier`, so a baseline can swap one for the other; with no
     trainable parameters the training loop only evaluates it.
@@ -74,11 +75,11 @@ class PairPrior(nn.Module):
 
 
 class PrototypeClassifier(nn.Module):
-    """``forward(positive_shots, negative_shots, queries)`` → ``(episodes, queries, 2)`` logits [positive, negative].
+    """``forward(positive_shots, negative_shots, queries)`` → ``(episodes, queries, 2)`` logits.
 
-    Shots are ``(episodes, shots, 3, S, S)``, queries ``(episodes, queries, 3, S, S)``; a query's logit for a side
-    is minus its squared distance to that side's prototype (the mean shot embedding), divided by a learned
-    temperature.
+    Logit 0 is the positive side, 1 the negative side. Shots are ``(episodes, shots, 3, S, S)``, queries
+    ``(episodes, queries, 3, S, S)``; a query's logit for a side is minus its squared distance to that side's
+    prototype (the mean shot embedding), divided by a learned temperature.
 
     >>> from hoi_bench.backbones import tiny_random_backbone
     >>> head = PrototypeClassifier(tiny_random_backbone(16), embedding_dim=8)
@@ -100,7 +101,8 @@ class PrototypeClassifier(nn.Module):
 
     def forward(self, positive_shots: torch.Tensor, negative_shots: torch.Tensor,
                 queries: torch.Tensor) -> torch.Tensor:
-        prototypes = torch.stack([self.embed(positive_shots).mean(1), self.embed(negative_shots).mean(1)], dim=1)
+        sides = (positive_shots, negative_shots)
+        prototypes = torch.stack([self.embed(shots).mean(1) for shots in sides], dim=1)
         distances = torch.cdist(self.embed(queries), prototypes).pow(2)
         return -distances / self.log_temperature.exp()
 

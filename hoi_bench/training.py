@@ -12,15 +12,15 @@ per process with ``datasets.distributed.split_dataset_by_node``) → ``prepare``
 
 What a run leaves in ``--output-dir``::
 
-    log.json            config, loss history (step, loss, learning rate) and final metrics; rewritten as it goes
+    log.json            config, loss history (step, loss, learning rate), final metrics; rewritten as it goes
     results.json        final metrics per split and the prediction files they were computed from
     predictions/        one native prediction file per evaluated split (written by the baseline)
     checkpoints/step_N  accelerate state (model, optimizer, scheduler, RNG) + trainer_state.json
     model/              final model weights (safetensors)
 
 A *step* is one optimizer update (``--gradient-accumulation-steps`` micro-batches per process). Training
-data is cycled epoch after epoch, reshuffled with ``seed + epoch``, until ``--max-steps``; that makes a resumed
-run see exactly the batches an uninterrupted one would have seen.
+data is cycled epoch after epoch, reshuffled with ``seed + epoch``, until ``--max-steps``; so a resumed run
+sees exactly the batches an uninterrupted one would have seen.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ TRAINER_STATE = "trainer_state.json"
 
 @dataclass
 class TrainingConfig:
-    """Everything the loop needs besides the baseline; mirrors the ``--flags`` of :func:`add_training_arguments`."""
+    """Everything the loop needs besides the baseline: the ``--flags`` of :func:`add_training_arguments`."""
 
     output_dir: Path
     max_steps: int = 1000
@@ -93,21 +93,24 @@ class TrainingConfig:
 
 
 def add_training_arguments(parser: argparse.ArgumentParser, **defaults: Any) -> None:
-    """Add the loop's flags to ``parser``; ``defaults`` overrides their default values (e.g. ``max_steps=200``)."""
+    """Add the loop's flags to ``parser``; ``defaults`` overrides their defaults (e.g. ``max_steps=200``)."""
     base = {f.name: f.default for f in TrainingConfig.__dataclass_fields__.values()
             if not callable(f.default_factory)}
     base.update(defaults)
     group = parser.add_argument_group("training (hoi_bench.training)")
     group.add_argument("--output-dir", type=Path, required="output_dir" not in defaults,
                        default=defaults.get("output_dir"), help="folder for checkpoints, log, predictions")
-    group.add_argument("--max-steps", type=int, default=base["max_steps"], help="optimizer updates (0: evaluate only)")
-    group.add_argument("--batch-size", type=int, default=base["batch_size"], help="training examples per process")
+    group.add_argument("--max-steps", type=int, default=base["max_steps"],
+                       help="optimizer updates (0: evaluate only)")
+    group.add_argument("--batch-size", type=int, default=base["batch_size"],
+                       help="training examples per process")
     group.add_argument("--eval-batch-size", type=int, default=base["eval_batch_size"])
     group.add_argument("--learning-rate", type=float, default=base["learning_rate"])
     group.add_argument("--weight-decay", type=float, default=base["weight_decay"])
     group.add_argument("--warmup-steps", type=int, default=base["warmup_steps"],
                        help="linear warm-up, then cosine decay to 0 at --max-steps")
-    group.add_argument("--max-grad-norm", type=float, default=base["max_grad_norm"], help="0 disables clipping")
+    group.add_argument("--max-grad-norm", type=float, default=base["max_grad_norm"],
+                       help="0 disables clipping")
     group.add_argument("--gradient-accumulation-steps", type=int, default=base["gradient_accumulation_steps"])
     group.add_argument("--mixed-precision", choices=MIXED_PRECISION, default=base["mixed_precision"])
     group.add_argument("--cpu", action="store_true", help="train on the CPU even if a GPU is present")
@@ -118,23 +121,29 @@ def add_training_arguments(parser: argparse.ArgumentParser, **defaults: Any) -> 
                        help="how many of the newest checkpoints to keep")
     group.add_argument("--resume", default=base["resume"], metavar="CHECKPOINT|latest",
                        help="continue from a checkpoint folder, or from the newest one in OUTPUT/checkpoints "
-                            "('latest' starts from scratch when there is none, so preempted jobs can always pass it)")
-    group.add_argument("--log-every", type=int, default=base["log_every"], help="steps between loss log entries")
-    group.add_argument("--num-workers", type=int, default=base["num_workers"], help="DataLoader worker processes")
+                            "('latest' starts from scratch when there is none, so preempted jobs can always "
+                            "pass it)")
+    group.add_argument("--log-every", type=int, default=base["log_every"],
+                       help="steps between loss log entries")
+    group.add_argument("--num-workers", type=int, default=base["num_workers"],
+                       help="DataLoader worker processes")
     group.add_argument("--streaming", action="store_true",
-                       help="stream the training split instead of loading it (split across processes by node)")
+                       help="stream the training split instead of loading it (split across processes)")
     group.add_argument("--overfit-batches", type=int, default=base["overfit_batches"],
-                       help="train on the first N batches only, unshuffled (sanity check: the loss must fall)")
+                       help="train on the first N batches only, unshuffled (sanity check: loss must fall)")
     group.add_argument("--eval-only", action="store_true",
                        help="skip training; evaluate the model of --resume (or the untrained model)")
 
 
-def add_data_arguments(parser: argparse.ArgumentParser, *, config: str, configs: Sequence[str] | None = None) -> None:
-    """``--data`` (a folder written by ``hoi-bench build``, or a Hub repo id), ``--config`` and ``--cache-dir``."""
+def add_data_arguments(parser: argparse.ArgumentParser, *, config: str,
+                       configs: Sequence[str] | None = None) -> None:
+    """``--data`` (a folder written by ``hoi-bench build``, or a Hub repo id), ``--config``, ``--cache-dir``.
+    """
     group = parser.add_argument_group("data")
     group.add_argument("--data", required=True,
                        help="Hub dataset folder written by `hoi-bench build` (or a Hub dataset repo id)")
-    group.add_argument("--config", default=config, choices=configs, help=f"dataset config (default: {config})")
+    group.add_argument("--config", default=config, choices=configs,
+                       help=f"dataset config (default: {config})")
     group.add_argument("--cache-dir", type=Path, help="datasets cache folder (default: under HF_HOME)")
 
 
@@ -145,7 +154,7 @@ def add_backbone_arguments(parser: argparse.ArgumentParser, *, image_size: int =
                        help="transformers checkpoint (e.g. microsoft/resnet-50, facebook/dinov2-small) or "
                             "'tiny-random' (small random ResNet, no download)")
     group.add_argument("--backbone-kind", choices=("model", "backbone"), default="model",
-                       help="load with AutoModel (pooled output) or AutoBackbone (last stage, average-pooled)")
+                       help="AutoModel (pooled output) or AutoBackbone (last stage, average-pooled)")
     group.add_argument("--image-size", type=int, default=None,
                        help=f"crop side in pixels (default: the checkpoint's; {image_size} for tiny-random)")
     group.add_argument("--freeze-backbone", action="store_true", help="train the heads only")
@@ -172,7 +181,7 @@ def load_split(args: argparse.Namespace, split: str, *, streaming: bool = False)
 
 
 def config_from_args(args: argparse.Namespace, **extra: Any) -> TrainingConfig:
-    """The :class:`TrainingConfig` of parsed arguments; ``extra`` lands in ``config.extra`` (logged with the run)."""
+    """The :class:`TrainingConfig` of parsed arguments; ``extra`` goes to ``config.extra`` (logged)."""
     names = [f for f in TrainingConfig.__dataclass_fields__ if f != "extra"]
     return TrainingConfig(**{name: getattr(args, name) for name in names}, extra=extra)
 
@@ -182,7 +191,7 @@ class Baseline(abc.ABC):
 
     The datasets are ``datasets`` objects (usually from ``load_dataset`` on a folder written by
     ``hoi-bench build``); the loop applies :meth:`transform` to them with ``with_transform`` (lazily, per
-    row), batches rows with :meth:`collate`, and calls :meth:`loss` and :meth:`predict` with the prepared model.
+    row), batches rows with :meth:`collate`, and calls :meth:`loss` / :meth:`predict` with the prepared model.
     """
 
     #: short name used in logs and result files
@@ -193,8 +202,7 @@ class Baseline(abc.ABC):
         """The model; its ``forward`` must do all the work (so DDP sees every parameter use)."""
 
     def train_dataset(self, streaming: bool):
-        """The training rows (a ``Dataset``, or an ``IterableDataset`` when ``streaming``); None: no training."""
-        return None
+        """The training rows (a ``Dataset``; an ``IterableDataset`` when ``streaming``); None: no training."""
 
     @abc.abstractmethod
     def eval_datasets(self) -> dict[str, Any]:
@@ -205,7 +213,7 @@ class Baseline(abc.ABC):
         return rows
 
     def train_transform(self, rows: dict[str, list]) -> dict[str, list]:
-        """:meth:`transform` for training rows (override to subsample or augment); must be deterministic per row."""
+        """:meth:`transform` for training rows (override to subsample); must be deterministic per row."""
         return self.transform(rows)
 
     @abc.abstractmethod
@@ -218,19 +226,20 @@ class Baseline(abc.ABC):
 
     @abc.abstractmethod
     def predict(self, model: nn.Module, batch: dict[str, Any]) -> list[dict[str, Any]]:
-        """One picklable record per row of ``batch`` (carrying the row's identity); gathered across processes."""
+        """One picklable record per row of ``batch`` (with the row's identity); gathered across processes."""
 
     @abc.abstractmethod
-    def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path) -> tuple[Path, dict[str, Any]]:
+    def finish(self, split: str, records: list[dict[str, Any]],
+               predictions_dir: Path) -> tuple[Path, dict[str, Any]]:
         """Write the native prediction file of ``split`` from all records and score it; main process only."""
 
     def finalize(self, predictions_dir: Path, splits: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        """After every split: write files that span splits and return metrics over them (main process only)."""
+        """After every split: write files spanning splits, return metrics over them (main process only)."""
         return {}
 
 
 class EpochShuffleSampler:
-    """Indices ``0..n-1`` in an order fixed by ``seed + epoch`` (``set_epoch`` is called by accelerate's loader).
+    """Indices ``0..n-1`` in an order fixed by ``seed + epoch`` (accelerate's loader calls ``set_epoch``).
 
     Every process draws the same permutation, so the batches a resumed run skips are the ones it already saw.
 
@@ -269,7 +278,7 @@ class _Progress:
 
 
 def find_checkpoint(output_dir: Path, resume: str | None) -> Path | None:
-    """The checkpoint folder ``--resume`` names: a path, or ``latest`` (highest step under OUTPUT/checkpoints).
+    """The checkpoint folder ``--resume`` names: a path, or ``latest`` (highest step in OUTPUT/checkpoints).
 
     ``latest`` with no checkpoint yet returns None (fresh start); a path that is not a checkpoint raises.
     """
@@ -277,8 +286,8 @@ def find_checkpoint(output_dir: Path, resume: str | None) -> Path | None:
         return None
     if resume == "latest":
         root = Path(output_dir) / CHECKPOINTS
-        candidates = sorted((p for p in root.glob("step_*") if (p / TRAINER_STATE).is_file()),
-                            key=lambda p: json.loads((p / TRAINER_STATE).read_text())["step"]) if root.is_dir() else []
+        saved = [p for p in root.glob("step_*") if (p / TRAINER_STATE).is_file()] if root.is_dir() else []
+        candidates = sorted(saved, key=lambda p: json.loads((p / TRAINER_STATE).read_text())["step"])
         return candidates[-1] if candidates else None
     path = Path(resume)
     if not (path / TRAINER_STATE).is_file():
@@ -359,7 +368,8 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
         train_data = None if config.eval_only else baseline.train_dataset(config.streaming)
         eval_data = baseline.eval_datasets()
         model = baseline.build_model()
-    trains = train_data is not None and config.max_steps > 0 and any(p.requires_grad for p in model.parameters())
+    trainable = any(p.requires_grad for p in model.parameters())
+    trains = train_data is not None and config.max_steps > 0 and trainable
 
     checkpoint = find_checkpoint(output_dir, config.resume)
     progress = _Progress()
@@ -368,15 +378,15 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
     if checkpoint is not None:
         progress = _Progress(**json.loads((checkpoint / TRAINER_STATE).read_text()))
         if log_path.is_file():
-            history = [e for e in json.loads(log_path.read_text()).get("history", []) if e["step"] <= progress.step]
+            logged = json.loads(log_path.read_text()).get("history", [])
+            history = [entry for entry in logged if entry["step"] <= progress.step]
 
     started = time.perf_counter()
     if trains:
-        model, history = _train(accelerator, baseline, model, train_data, config, checkpoint, progress, history,
-                                split_dataset_by_node, tqdm)
+        model, history = _train(accelerator, baseline, model, train_data, config, checkpoint, progress,
+                                history, split_dataset_by_node, tqdm)
     else:
-        model = accelerator.prepare(model) if any(p.requires_grad for p in model.parameters()) else \
-            model.to(accelerator.device)
+        model = accelerator.prepare(model) if trainable else model.to(accelerator.device)
         if checkpoint is not None:
             accelerator.load_state(str(checkpoint))
     train_seconds = time.perf_counter() - started
@@ -391,10 +401,12 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
                                                 collate_fn=baseline.collate, num_workers=config.num_workers))
         for batch in tqdm(loader, desc=f"predict {split}", disable=not accelerator.is_local_main_process):
             with torch.no_grad(), accelerator.autocast():
-                records.extend(accelerator.gather_for_metrics(baseline.predict(model, batch), use_gather_object=True))
+                records.extend(accelerator.gather_for_metrics(baseline.predict(model, batch),
+                                                              use_gather_object=True))
         if accelerator.is_main_process:
             path, metrics = baseline.finish(split, records, output_dir / "predictions")
-            results["splits"][split] = {"predictions": str(path), "examples": len(records), "metrics": metrics}
+            results["splits"][split] = {"predictions": str(path), "examples": len(records),
+                                        "metrics": metrics}
             logger.info("%s %s: %s", baseline.name, split, metrics)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
@@ -406,14 +418,16 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
     return results
 
 
-def _train(accelerator, baseline, model, train_data, config, checkpoint, progress, history, split_by_node, tqdm):
+def _train(accelerator, baseline, model, train_data, config, checkpoint, progress, history, split_by_node,
+           tqdm):
     import torch
     from datasets import IterableDataset
     from torch.utils.data import DataLoader
 
     streaming = isinstance(train_data, IterableDataset)
     if streaming:
-        train_data = split_by_node(train_data, rank=accelerator.process_index, world_size=accelerator.num_processes)
+        train_data = split_by_node(train_data, rank=accelerator.process_index,
+                                   world_size=accelerator.num_processes)
         train_data = train_data.map(baseline.train_transform, batched=True)
         if config.overfit_batches:
             train_data = train_data.take(config.overfit_batches * config.batch_size)
@@ -422,7 +436,8 @@ def _train(accelerator, baseline, model, train_data, config, checkpoint, progres
         epoch_setters = (train_data,)
     else:
         if config.overfit_batches:
-            train_data = train_data.select(range(min(len(train_data), config.overfit_batches * config.batch_size)))
+            kept = min(len(train_data), config.overfit_batches * config.batch_size)
+            train_data = train_data.select(range(kept))
         sampler = EpochShuffleSampler(len(train_data), config.seed, shuffle=not config.overfit_batches)
         loader = DataLoader(train_data.with_transform(baseline.train_transform), batch_size=config.batch_size,
                             sampler=sampler, collate_fn=baseline.collate, num_workers=config.num_workers,

@@ -9,8 +9,8 @@ package's ``hoi_map`` (HICO-DET configs) or ``vcoco_map`` (V-COCO configs).
   is absent from training, so this prior scores the right verb 0 and its mAP is near zero — the point of the
   SG splits (Kumar et al.).
 - ``--model pair`` (default): backbone features of the human, object and union crops plus the pair's box
-  geometry → verb logits (sigmoid, multi-label; unannotated pairs have no verb). It never sees the object class
-  (unless ``--object-labels``), so what it learns about a verb can carry over to unseen combinations.
+  geometry → verb logits (sigmoid, multi-label; unannotated pairs have no verb). It never sees the object
+  class (unless ``--object-labels``), so what it learns about a verb can carry over to unseen combinations.
 
 On a GPU, after ``hoi-bench build hoi_sg --data-dir RAW --out HUB``::
 
@@ -50,7 +50,7 @@ PERSON_RAW_ID = 1
 
 
 def dataset_of(config: str) -> str:
-    """``"hico"`` or ``"vcoco"``: which GT conventions (verb ids, "no object" HOIs, metric) a config follows."""
+    """``"hico"`` or ``"vcoco"``: the GT conventions (verb ids, "no object" HOIs, metric) a config follows."""
     return "vcoco" if config.startswith("vcoco") else "hico"
 
 
@@ -118,21 +118,23 @@ class HoiPairBaseline(Baseline):
             if limit is not None and len(pairs) > limit:
                 pairs = _subsample(pairs, annotated, limit, rows["file_name"][index])
             side = self.preprocessing.size
+            # a "no object" pair (o = -1) uses the human box on both sides
+            sides = [(boxes[s], boxes[o if o >= 0 else s]) for s, o in pairs]
             if self.args.model == "pair" and pairs:
                 image = image_tensor(rows["image"][index])
-                crops = torch.stack([pair_crops(image, boxes[s], boxes[o if o >= 0 else s], self.preprocessing)
-                                     for s, o in pairs])
+                crops = torch.stack([pair_crops(image, human, obj, self.preprocessing)
+                                     for human, obj in sides])
             else:
                 crops = torch.zeros(len(pairs), 3, 3, side, side)
             targets = torch.zeros(len(pairs), verbs)
             for row, pair in enumerate(pairs):
                 targets[row, annotated.get(pair, [])] = 1.0
             out["crops"].append(crops)
-            out["geometry"].append(torch.tensor(
-                [pair_geometry(boxes[s], boxes[o if o >= 0 else s], rows["width"][index], rows["height"][index])
-                 for s, o in pairs], dtype=torch.float32).view(len(pairs), -1))
-            out["labels"].append(torch.tensor([[0, labels[o] if o >= 0 else self.no_object] for s, o in pairs],
-                                              dtype=torch.long).view(len(pairs), 2))
+            width, height = rows["width"][index], rows["height"][index]
+            geometry = [pair_geometry(human, obj, width, height) for human, obj in sides]
+            out["geometry"].append(torch.tensor(geometry, dtype=torch.float32).view(len(pairs), -1))
+            object_labels = [[0, labels[o] if o >= 0 else self.no_object] for _, o in pairs]
+            out["labels"].append(torch.tensor(object_labels, dtype=torch.long).view(len(pairs), 2))
             out["targets"].append(targets)
             out["file_name"].append(rows["file_name"][index])
             out["pairs"].append(pairs)
@@ -240,8 +242,8 @@ def prediction_entries(records: list[dict[str, Any]], references: list, verbs, m
 
 
 def score_prediction_file(path: Path, references: list, dataset: str) -> dict[str, Any]:
-    """Read the prediction file back with the package's reader (validating it) and compute ``hoi_map`` (HICO-DET)
-    or ``vcoco_map`` (V-COCO) against the split's GT records."""
+    """Read the prediction file back with the package's reader (validating it) and compute ``hoi_map``
+    (HICO-DET) or ``vcoco_map`` (V-COCO) against the split's GT records."""
     from hoi_sg_dataset.evaluation import hoi_map, vcoco_map
     from hoi_sg_dataset.predictions import prediction_set, read_predictions, reference_set
 
@@ -268,7 +270,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model", choices=MODELS, default="pair",
                        help="pair classifier on GT boxes (trained) or the object prior (no training)")
     group.add_argument("--object-labels", action="store_true",
-                       help="also feed the object class to the pair classifier (lets it learn the object prior)")
+                       help="also feed the object class to the pair classifier (it can then learn the prior)")
     group.add_argument("--max-pairs-per-image", type=int, default=32,
                        help="training pairs per image: every annotated pair, then unannotated ones")
     group.add_argument("--max-hois-per-image", type=int, default=100,
@@ -314,7 +316,8 @@ def demo(context) -> None:
     hub = demo_hub_folder(base, build)
     common = ["--data", str(hub), "--config", DEMO_CONFIG, "--cache-dir", str(base / "cache")]
     runs = {
-        "object prior": common + ["--model", "object-prior", "--output-dir", str(base / f"{DEMO_CONFIG}-object-prior")],
+        "object prior": common + ["--model", "object-prior",
+                                  "--output-dir", str(base / f"{DEMO_CONFIG}-object-prior")],
         f"pair classifier, {DEMO_STEPS} steps": common + [
             "--output-dir", str(base / f"{DEMO_CONFIG}-pair"), "--max-steps", str(DEMO_STEPS),
             "--learning-rate", "3e-3", "--checkpointing-steps", str(DEMO_STEPS)],
@@ -332,8 +335,9 @@ def demo(context) -> None:
 
 
 def module_inputs(path: Path, rows, dataset: str) -> tuple[list[dict], list[dict]]:
-    """``hoi_map``/``vcoco_map`` module inputs: one dict per GT image of ``rows`` (boxes, raw labels, raw HOIs),
-    predictions read from the PPDM/QPIC file ``path`` with the package's reader and lined up by file name."""
+    """``hoi_map``/``vcoco_map`` module inputs: one dict per GT image of ``rows`` (boxes, raw labels, raw
+    HOIs), predictions read from the PPDM/QPIC file ``path`` with the package's reader, lined up by file
+    name."""
     from hoi_sg_dataset.builder import row_to_record
     from hoi_sg_dataset.predictions import read_predictions
 
@@ -355,7 +359,7 @@ def train_command():
     """``hoi-bench train hoi_sg`` (registered by ``hoi_sg_dataset.cli``)."""
     from hoi_bench.plugins import Command
 
-    return Command("train", "hoi_sg", "train and evaluate the object-prior / pair-classifier baselines (accelerate)",
+    return Command("train", "hoi_sg", "train and evaluate the object-prior and pair-classifier baselines",
                    configure_parser, run)
 
 
@@ -363,7 +367,8 @@ def demo_step():
     """The training demo step (order 50) registered by ``hoi_sg_dataset.cli``."""
     from hoi_bench.plugins import DemoStep
 
-    return DemoStep("hoi_sg: object prior vs. a pair classifier trained a few steps, scored with hoi_map", 50, demo)
+    return DemoStep("hoi_sg: object prior vs. a pair classifier trained a few steps, scored with hoi_map",
+                    50, demo)
 
 
 if __name__ == "__main__":

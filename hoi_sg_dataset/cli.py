@@ -24,7 +24,8 @@ def register(registry: Registry) -> None:
     registry.add_command(Command("splits", None, "generate HICO-DET-SG / V-COCO-SG style splits (Algorithm 1)",
                                  _configure_splits, _run_splits))
     registry.add_demo_step(DemoStep("hoi_sg: build the sample into a Hub folder and load it", 10, run_demo))
-    from hoi_sg_dataset import baseline  # training command and demo step (issue 7); torch is imported only when run
+    # training command and demo step (issue 7); the baseline imports torch only when it runs
+    from hoi_sg_dataset import baseline
 
     registry.add_command(baseline.train_command())
     registry.add_demo_step(baseline.demo_step())

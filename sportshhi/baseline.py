@@ -56,12 +56,13 @@ class HHIClsBaseline(Baseline):
         backbone = backbone_from_args(self.args)
         self.preprocessing = backbone.preprocessing
         classes = self._classes()
-        return PairClassifier(backbone, crops_per_pair=3 + self.args.context_frames, geometry_dim=PAIR_GEOMETRY_DIM,
-                              num_classes=1 + len(classes))
+        return PairClassifier(backbone, crops_per_pair=3 + self.args.context_frames,
+                              geometry_dim=PAIR_GEOMETRY_DIM, num_classes=1 + len(classes))
 
     def _classes(self) -> list[str]:
         if self.label_ids is None:
-            names = load_split(self.args, self.args.train_split).features["interactions"].feature["label"].names
+            features = load_split(self.args, self.args.train_split).features
+            names = features["interactions"].feature["label"].names
             self.label_ids = _label_ids(self.args, names)
             self._names = list(names)
         return self._names
@@ -88,13 +89,14 @@ class HHIClsBaseline(Baseline):
         for index in range(len(rows["keyframe_key"])):
             boxes = rows["human_boxes_pixels"][index]
             width, height = rows["width"][index], rows["height"][index]
-            labels = {(i["subject_index"], i["object_index"]): i["label"] + 1 for i in rows["interactions"][index]}
+            labels = {(i["subject_index"], i["object_index"]): i["label"] + 1
+                      for i in rows["interactions"][index]}
             pairs = [(s, o) for s in range(len(boxes)) for o in range(len(boxes)) if s != o]
             if limit is not None and len(pairs) > limit:
                 pairs = _subsample(pairs, labels, limit, rows["keyframe_key"][index])
             keyframe = image_tensor(rows["image"][index])
-            context = [image_tensor(frame) for frame in _context(rows["context"][index], self.args.context_frames,
-                                                                   rows["image"][index])]
+            frames = _context(rows["context"][index], self.args.context_frames, rows["image"][index])
+            context = [image_tensor(frame) for frame in frames]
             crops, geometry = [], []
             for s, o in pairs:
                 union = union_box(boxes[s], boxes[o])
@@ -141,14 +143,15 @@ class HHIClsBaseline(Baseline):
             for (s, o), probabilities in zip(record["pairs"], record["probabilities"]):
                 for index in np.flatnonzero(probabilities[1:] > self.args.score_threshold):
                     if self.label_ids[index] > 0:
-                        rows.append(PredictionRow(record["video_id"], record["keyframe"], tuple(record["boxes"][s]),
-                                                  tuple(record["boxes"][o]), int(self.label_ids[index]),
-                                                  float(probabilities[1 + index])))
+                        score = float(probabilities[1 + index])
+                        rows.append(PredictionRow(record["video_id"], record["keyframe"],
+                                                  tuple(record["boxes"][s]), tuple(record["boxes"][o]),
+                                                  int(self.label_ids[index]), score))
         path = predictions_dir / f"{split}.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         write_prediction_csv(path, rows)
-        return path, score_predictions(path, self.references[split], predictions_dir / f"{split}_references.csv",
-                                       self.args)
+        references = predictions_dir / f"{split}_references.csv"
+        return path, score_predictions(path, self.references[split], references, self.args)
 
 
 def _label_ids(args: argparse.Namespace, names: Sequence[str]) -> np.ndarray:
@@ -205,7 +208,8 @@ def reference_annotations(dataset):
         object_ids=np.array([r[6] for r in rows], dtype=np.int64))
 
 
-def score_predictions(predictions: Path, dataset, references: Path, args: argparse.Namespace) -> dict[str, Any]:
+def score_predictions(predictions: Path, dataset, references: Path,
+                      args: argparse.Namespace) -> dict[str, Any]:
     """Write the split's GT as the official annotation CSV, read both files back with the package's readers
     (which validate them) and score with ``sportshhi.evaluation.hhi_metrics`` (paper mode)."""
     from sportshhi.evaluation import hhi_metrics
@@ -233,7 +237,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                        help="sports_action_list.pbtxt giving label ids (default: ids seen in training)")
     group.add_argument("--train-split", default="train")
     group.add_argument("--eval-splits", nargs="*", default=["validation"],
-                       help="splits to predict on (SportsHHI has no public test split; validation is its test)")
+                       help="splits to predict on (SportsHHI has no public test split: validation is it)")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -256,8 +260,8 @@ DEMO_STEPS = 15
 
 
 def demo(context) -> None:
-    """``hoi-bench demo`` step: train the HHICls pair classifier a few steps on the sample, score its prediction
-    CSV with the ``hhi_map`` evaluate module."""
+    """``hoi-bench demo`` step: train the HHICls pair classifier a few steps on the sample, score its
+    prediction CSV with the ``hhi_map`` evaluate module."""
     import evaluate
 
     from hoi_bench import metric_path
@@ -278,7 +282,8 @@ def demo(context) -> None:
     split = results["splits"]["validation"]
     predictions_csv = Path(split["predictions"])
     references_csv = predictions_csv.with_name("validation_references.csv")
-    predictions, references = module_inputs(read_prediction_csv(predictions_csv), read_annotation_csv(references_csv))
+    predictions, references = module_inputs(read_prediction_csv(predictions_csv),
+                                            read_annotation_csv(references_csv))
     value = evaluate.load(metric_path("hhi_map")).compute(predictions=predictions, references=references)
     label = f"(HHICls pair classifier, {results['steps']} steps)"
     context.result("sportshhi", "validation", f"mAP {label}", value["mAP"])
@@ -297,9 +302,11 @@ def module_inputs(predicted, gt) -> tuple[list[dict], list[dict]]:
         mine, theirs = predicted.keys == key, gt.keys == key
         predictions.append({"keyframe": key, "subject_boxes": predicted.subject_boxes[mine].tolist(),
                             "object_boxes": predicted.object_boxes[mine].tolist(),
-                            "labels": predicted.labels[mine].tolist(), "scores": predicted.scores[mine].tolist()})
+                            "labels": predicted.labels[mine].tolist(),
+                            "scores": predicted.scores[mine].tolist()})
         references.append({"keyframe": key, "subject_boxes": gt.subject_boxes[theirs].tolist(),
-                           "object_boxes": gt.object_boxes[theirs].tolist(), "labels": gt.labels[theirs].tolist()})
+                           "object_boxes": gt.object_boxes[theirs].tolist(),
+                           "labels": gt.labels[theirs].tolist()})
     return predictions, references
 
 
@@ -307,7 +314,7 @@ def train_command():
     """``hoi-bench train sportshhi`` (registered by ``sportshhi.cli``)."""
     from hoi_bench.plugins import Command
 
-    return Command("train", "sportshhi", "train and evaluate the HHICls pair-classifier baseline (accelerate)",
+    return Command("train", "sportshhi", "train and evaluate the HHICls pair-classifier baseline",
                    configure_parser, run)
 
 
@@ -315,7 +322,8 @@ def demo_step():
     """The training demo step (order 53) registered by ``sportshhi.cli``."""
     from hoi_bench.plugins import DemoStep
 
-    return DemoStep("sportshhi: train the HHICls pair classifier a few steps, score it with hhi_map", 53, demo)
+    return DemoStep("sportshhi: train the HHICls pair classifier a few steps, score it with hhi_map",
+                    53, demo)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from haystack_dataset.formats import read_annotation
 from haystack_dataset.predictions import read_haystack_npy, read_recall_predictions
 
 STEPS = 2
-# the tiny sample has a predicate with positives but no negatives; the metric warns and reports NaN P-AUC for it
+# the tiny sample has a predicate with positives but no negatives: the metric warns, reports NaN P-AUC for it
 pytestmark = pytest.mark.filterwarnings("ignore::haystack_dataset.evaluation.HaystackInputWarning")
 
 
@@ -41,7 +41,8 @@ def sample(tmp_path_factory):
 
 
 def common(hub: Path, output_dir: Path, *extra: str) -> list[str]:
-    return ["--data", str(hub), "--output-dir", str(output_dir), "--cache-dir", str(hub.parent / "cache"), "--cpu",
+    return ["--data", str(hub), "--output-dir", str(output_dir), "--cache-dir", str(hub.parent / "cache"),
+            "--cpu",
             "--batch-size", "4", *extra]
 
 
@@ -54,7 +55,8 @@ def launched(sample) -> Path:
                "--mixed_precision", "no", "--dynamo_backend", "no", "--num_machines", "1",
                "-m", "haystack_dataset.baseline",
                *common(hub, out, "--max-steps", str(STEPS), "--checkpointing-steps", "1", "--log-every", "1")]
-    completed = subprocess.run(command, env=dict(os.environ), capture_output=True, text=True, timeout=600)
+    completed = subprocess.run(command, check=False, env=dict(os.environ), capture_output=True, text=True,
+                               timeout=600)
     assert completed.returncode == 0, completed.stderr[-4000:]
     return out
 
@@ -65,8 +67,9 @@ def test_classifier_through_accelerate_writes_the_haystack_npy_and_recall_json(l
     rows = read_haystack_npy(results["splits"][HAYSTACK_SPLIT]["predictions"])
     haystack = read_annotation(layout.haystack_file)
     pairs = sum(len(image.boxes) * (len(image.boxes) - 1) for image in haystack.images)
-    assert rows.shape == (pairs, 3 + len(haystack.predicate_classes))  # every ordered pair, no no-relation column
-    assert np.all(rows[:, 3:].sum(axis=1) < 1.0)  # softmax with the no-relation column dropped, not renormalised
+    # every ordered pair; no no-relation column: a softmax with that column dropped, not renormalised
+    assert rows.shape == (pairs, 3 + len(haystack.predicate_classes))
+    assert np.all(rows[:, 3:].sum(axis=1) < 1.0)
     recall = read_recall_predictions(results["splits"][PSG_SPLIT]["predictions"])
     assert len(recall) == len(layout.test_image_ids)
     assert all(p.predicate_scores.shape[1] == 1 + len(haystack.predicate_classes) for p in recall)
@@ -76,9 +79,9 @@ def test_classifier_through_accelerate_writes_the_haystack_npy_and_recall_json(l
 
 
 def test_annotation_rebuilt_from_rows_scores_like_the_native_file(sample, launched):
-    """The metrics read the annotation the baseline rebuilds from dataset rows; it must equal the native file."""
-    from haystack_dataset.evaluation import haystack_scores
+    """The annotation the baseline rebuilds from dataset rows scores exactly like the native file."""
     from haystack_dataset.baseline import PredClsBaseline
+    from haystack_dataset.evaluation import haystack_scores
 
     layout, hub = sample
     rows = read_haystack_npy(json.loads((launched / "results.json").read_text())["splits"][HAYSTACK_SPLIT]
@@ -99,13 +102,14 @@ def test_resume_continues_from_the_saved_step(launched, sample, tmp_path):
     assert results["steps"] == 3
     assert [e["step"] for e in history] == [1, 2, 3]
     assert history[0] == original[0]
-    np.testing.assert_allclose(history[1]["loss"], original[1]["loss"], rtol=1e-4)  # step 2 replayed identically
+    # step 2 is replayed identically after loading the step-1 state
+    np.testing.assert_allclose(history[1]["loss"], original[1]["loss"], rtol=1e-4)
 
 
 def test_loss_decreases_on_a_fixed_batch(sample, tmp_path):
     _, hub = sample
-    main(common(hub, tmp_path / "overfit", "--overfit-batches", "1", "--max-steps", "8", "--learning-rate", "3e-3",
-                "--log-every", "1", "--eval-splits"))
+    main(common(hub, tmp_path / "overfit", "--overfit-batches", "1", "--max-steps", "8",
+                "--learning-rate", "3e-3", "--log-every", "1", "--eval-splits"))
     losses = [e["loss"] for e in json.loads((tmp_path / "overfit" / "log.json").read_text())["history"]]
     assert len(losses) == 8 and losses[-1] < 0.8 * losses[0], losses
 

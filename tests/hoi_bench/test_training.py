@@ -26,8 +26,8 @@ from hoi_bench.training import (
     TrainingConfig,
     add_training_arguments,
     find_checkpoint,
-    run_with_args,
     run_training,
+    run_with_args,
 )
 
 
@@ -68,7 +68,8 @@ class ToyBaseline(Baseline):
         return {"test": self.test}
 
     def transform(self, rows):
-        rows["pixels"] = [crop_resized(image_tensor(im), [0, 0, 8, 8], self.preprocessing) for im in rows["image"]]
+        rows["pixels"] = [crop_resized(image_tensor(image), [0, 0, 8, 8], self.preprocessing)
+                          for image in rows["image"]]
         return rows
 
     def collate(self, rows):
@@ -80,7 +81,8 @@ class ToyBaseline(Baseline):
 
     def predict(self, model, batch):
         predicted = model(batch["pixels"]).argmax(-1).tolist()
-        return [{"id": i, "label": p, "truth": t} for i, p, t in zip(batch["id"], predicted, batch["label"].tolist())]
+        truth = batch["label"].tolist()
+        return [{"id": i, "label": p, "truth": t} for i, p, t in zip(batch["id"], predicted, truth)]
 
     def finish(self, split, records, predictions_dir):
         predictions_dir.mkdir(parents=True, exist_ok=True)
@@ -91,7 +93,7 @@ class ToyBaseline(Baseline):
 
 @pytest.fixture(autouse=True)
 def fresh_accelerate_state():
-    """Each run builds its own Accelerator; forget the process-wide state between tests (mixed precision differs)."""
+    """Each run builds its own Accelerator: forget the process-wide state between tests."""
     from accelerate.state import AcceleratorState, GradientState
 
     yield
@@ -100,8 +102,9 @@ def fresh_accelerate_state():
 
 
 def config(tmp_path: Path, **overrides) -> TrainingConfig:
-    values = dict(output_dir=tmp_path / "run", max_steps=6, batch_size=4, eval_batch_size=3, learning_rate=1e-2,
-                  checkpointing_steps=3, keep_checkpoints=5, log_every=1, cpu=True, seed=3)
+    values = {"output_dir": tmp_path / "run", "max_steps": 6, "batch_size": 4, "eval_batch_size": 3,
+              "learning_rate": 1e-2, "checkpointing_steps": 3, "keep_checkpoints": 5, "log_every": 1,
+              "cpu": True, "seed": 3}
     values.update(overrides)
     return TrainingConfig(**values)
 
@@ -123,7 +126,8 @@ def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(t
     first = run_training(ToyBaseline(), cfg)
     uninterrupted = json.loads((cfg.output_dir / "log.json").read_text())["history"]
     assert [e["step"] for e in uninterrupted] == [1, 2, 3, 4, 5, 6]
-    assert sorted(p.name for p in (cfg.output_dir / "checkpoints").iterdir()) == ["step_0000003", "step_0000006"]
+    saved = sorted(p.name for p in (cfg.output_dir / "checkpoints").iterdir())
+    assert saved == ["step_0000003", "step_0000006"]
 
     resumed_cfg = config(tmp_path, resume=str(cfg.output_dir / "checkpoints" / "step_0000003"))
     second = run_training(ToyBaseline(), resumed_cfg)
@@ -141,7 +145,8 @@ def test_resume_latest_without_checkpoint_starts_fresh_and_with_one_continues(tm
     assert find_checkpoint(cfg.output_dir, "latest").name == "step_0000003"
     results = run_training(ToyBaseline(), config(tmp_path, max_steps=5, resume="latest"))
     assert results["steps"] == 5
-    assert [e["step"] for e in json.loads((cfg.output_dir / "log.json").read_text())["history"]] == [1, 2, 3, 4, 5]
+    history = json.loads((cfg.output_dir / "log.json").read_text())["history"]
+    assert [e["step"] for e in history] == [1, 2, 3, 4, 5]
 
 
 def test_streaming_training_and_prediction_file(tmp_path):
@@ -149,7 +154,7 @@ def test_streaming_training_and_prediction_file(tmp_path):
     results = run_training(ToyBaseline(), cfg)
     assert results["steps"] == 4
     predictions = json.loads(Path(results["splits"]["test"]["predictions"]).read_text())
-    assert sorted(predictions) == sorted(f"img{i}" for i in range(10))  # every row once, no padding duplicates
+    assert sorted(predictions) == sorted(f"img{i}" for i in range(10))  # every row once, no padding copies
 
 
 def test_gradient_accumulation_and_bf16(tmp_path):
@@ -188,7 +193,7 @@ def test_runs_through_accelerate_launch(tmp_path):
     command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--cpu",
                "--mixed_precision", "no", "--dynamo_backend", "no", "--num_machines", "1",
                __file__, "--output-dir", str(tmp_path / "launched"), "--max-steps", "2", "--cpu"]
-    completed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    completed = subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads((tmp_path / "launched" / "results.json").read_text())
     assert results["steps"] == 2 and results["splits"]["test"]["examples"] == 10
