@@ -170,6 +170,13 @@ def test_eval_only_scores_without_training(tmp_path):
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
+def test_eval_only_with_resume_scores_the_saved_model(tmp_path):
+    trained = run_training(ToyBaseline(), config(tmp_path, max_steps=3))
+    evaluated = run_training(ToyBaseline(), config(tmp_path, eval_only=True, resume="latest"))
+    assert evaluated["steps"] == 3
+    assert evaluated["splits"]["test"]["metrics"] == trained["splits"]["test"]["metrics"]
+
+
 def test_bad_settings_are_named():
     with pytest.raises(ConfigError, match="unknown mixed precision 'fp8'"):
         TrainingConfig(output_dir=Path("x"), mixed_precision="fp8")
@@ -188,20 +195,39 @@ def test_tiny_random_backbone_needs_no_download_and_crops_degenerate_boxes():
         load_backbone("tiny-random", kind="timm")
 
 
-def test_runs_through_accelerate_launch(tmp_path):
+def accelerate_launch(processes: int, *argv: str) -> None:
+    """Run this file as the toy baseline script under ``accelerate launch`` on the CPU."""
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--cpu",
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(processes), "--cpu",
                "--mixed_precision", "no", "--dynamo_backend", "no", "--num_machines", "1",
-               __file__, "--output-dir", str(tmp_path / "launched"), "--max-steps", "2", "--cpu"]
+               __file__, "--cpu", *argv]
     completed = subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
+
+
+def test_runs_through_accelerate_launch(tmp_path):
+    accelerate_launch(1, "--output-dir", str(tmp_path / "launched"), "--max-steps", "2")
     results = json.loads((tmp_path / "launched" / "results.json").read_text())
     assert results["steps"] == 2 and results["splits"]["test"]["examples"] == 10
 
 
+def test_two_processes_gather_every_row_once_and_resume_exactly(tmp_path):
+    out = tmp_path / "two"
+    accelerate_launch(2, "--output-dir", str(out), "--max-steps", "4", "--checkpointing-steps", "2",
+                      "--eval-batch-size", "3")
+    uninterrupted = json.loads((out / "log.json").read_text())["history"]
+    predictions = json.loads((out / "predictions" / "test.json").read_text())
+    assert sorted(predictions) == sorted(f"img{i}" for i in range(10))  # 12 padded slots, 10 rows kept
+    accelerate_launch(2, "--output-dir", str(out), "--max-steps", "4", "--eval-batch-size", "3",
+                      "--resume", str(out / "checkpoints" / "step_0000002"))
+    resumed = json.loads((out / "log.json").read_text())["history"]
+    assert [e["step"] for e in resumed] == [1, 2, 3, 4]
+    np.testing.assert_allclose([e["loss"] for e in resumed], [e["loss"] for e in uninterrupted], rtol=1e-5)
+
+
 def _script_main(argv=None) -> None:
     parser = argparse.ArgumentParser(description="toy baseline (test of hoi_bench.training)")
-    add_training_arguments(parser, batch_size=4, log_every=1)
+    add_training_arguments(parser, batch_size=4, log_every=1, seed=3)
     run_with_args(ToyBaseline(), parser.parse_args(argv))
 
 
