@@ -39,7 +39,7 @@ def best_of(repeats: int, function):
 
 
 def annotation_only_build(anchor: Path, work: Path) -> int:
-    """Build ``hico_split1`` with the anchor as its official test file (train: its first record); rows built."""
+    """Build ``hico_split1`` with the anchor as official test file (train: its first record); rows built."""
     data_dir = work / "data"
     trainval_path, test_path = official_split_paths(data_dir, "hico", "sg1")
     test_path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,15 +66,20 @@ def main() -> None:
     reference, data = best_of(args.repeats, plain)
     parse, records = best_of(args.repeats, lambda: read_annotations(anchor, "hico"))
     with tempfile.TemporaryDirectory() as work:
-        build, rows = best_of(max(1, args.repeats // 2),
-                              lambda: annotation_only_build(anchor, Path(tempfile.mkdtemp(dir=work))))
+        build, rows = best_of(
+            max(1, args.repeats // 2), lambda: annotation_only_build(anchor, Path(tempfile.mkdtemp(dir=work)))
+        )
     n = len(records)
-    print(f"{anchor.name}: {n:,} records, {sum(len(r.annotations) for r in records):,} boxes, "
-          f"{sum(len(r.hoi_annotation) for r in records):,} HOIs (best of {args.repeats})")
+    print(
+        f"{anchor.name}: {n:,} records, {sum(len(r.annotations) for r in records):,} boxes, "
+        f"{sum(len(r.hoi_annotation) for r in records):,} HOIs (best of {args.repeats})"
+    )
     print(f"{'what':<34} {'seconds':>8} {'records/s':>11} {'x json.load':>12}")
-    for what, seconds, count in (("json.load (reference)", reference, len(data)),
-                                 ("read_annotations (parse+validate)", parse, n),
-                                 ("annotation-only build (hico_split1)", build, rows)):
+    for what, seconds, count in (
+        ("json.load (reference)", reference, len(data)),
+        ("read_annotations (parse+validate)", parse, n),
+        ("annotation-only build (hico_split1)", build, rows),
+    ):
         print(f"{what:<34} {seconds:8.3f} {count / seconds:11,.0f} {seconds / reference:12.1f}")
     verdict = "met" if parse < 1.0 else "NOT met"
     print(f"target: parse + validate of {n:,} records in < 1 s: {verdict} ({parse:.3f} s)")

@@ -1,22 +1,24 @@
 """HICO-DET-SG and V-COCO-SG (and the original HICO-DET / V-COCO splits) as a ``datasets`` builder.
 
-Configs: ``hico_split1..3`` and ``vcoco_split1..3`` (the SG splits; ``train`` = SG trainval, ``test`` = SG test),
-``hico`` and ``vcoco`` (the original trainval/test files). ``hoi-bench build hoi_sg`` runs this builder and writes
-a Hub folder that ``load_dataset(FOLDER, CONFIG)`` reads; the builder itself is used programmatically::
+Configs: ``hico_split1..3`` and ``vcoco_split1..3`` (the SG splits; ``train`` = SG trainval, ``test`` = SG
+test), ``hico`` and ``vcoco`` (the original trainval/test files). ``hoi-bench build hoi_sg`` runs this builder
+and writes a Hub folder that ``load_dataset(FOLDER, CONFIG)`` reads; the builder itself is used
+programmatically::
 
     builder = HoiSgBuilder(config_name="hico_split1", data_dir="/data", with_images=False)
     builder.download_and_prepare()
 
-Where the split files come from: the official ``SGsplits/...`` files when both (trainval and test) are present,
-else Algorithm 1 (``splits.make_split``) with the official seed on the original annotation files; the log says
-which, and the config's card section records it with the files' sha256.
+Where the split files come from: the official ``SGsplits/...`` files when both (trainval and test) are
+present, else Algorithm 1 (``splits.make_split``) with the official seed on the original annotation files; the
+log says which, and the config's card section records it with the files' sha256.
 
 One row per image: ``image`` (embedded bytes), ``file_name``, ``width``, ``height``, ``img_id`` (HICO trainval
-records only, else null), ``boxes`` (``[x1, y1, x2, y2]`` float32, pixels), ``box_labels`` (COCO ``ClassLabel``),
-``hois`` (``subject``/``object`` index into ``boxes``, ``object`` = -1 for none; ``verb`` ``ClassLabel``; HICO only:
-``hoi`` ``ClassLabel`` of the 600 classes, -1 where the upstream record has no ``hoi_category_id``, i.e. test2015
-images) and ``origin_split`` (``train2015``/``test2015`` or ``train2014``/``val2014``: SG test sets mix both).
-``with_images=False`` (``--no-images``) drops ``image``, ``width`` and ``height`` and needs no image files.
+records only, else null), ``boxes`` (``[x1, y1, x2, y2]`` float32, pixels), ``box_labels`` (COCO
+``ClassLabel``), ``hois`` (``subject``/``object`` index into ``boxes``, ``object`` = -1 for none; ``verb``
+``ClassLabel``; HICO only: ``hoi`` ``ClassLabel`` of the 600 classes, -1 where the upstream record has no
+``hoi_category_id``, i.e. test2015 images) and ``origin_split`` (``train2015``/``test2015`` or
+``train2014``/``val2014``: SG test sets mix both). ``with_images=False`` (``--no-images``) drops ``image``,
+``width`` and ``height`` and needs no image files.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ logger = logging.getLogger(__name__)
 VERSION = datasets.Version("1.0.0")
 RELEASE_NOTES = {
     "1.0.0": "First release: HICO-DET-SG and V-COCO-SG split configs (current split version of hoi_sg, "
-             "2023-02-28: mixed images dropped), original hico/vcoco configs, annotation-only builds.",
+    "2023-02-28: mixed images dropped), original hico/vcoco configs, annotation-only builds.",
 }
 HOMEPAGE = "https://github.com/FujitsuResearch/hoi_sg"
 UPSTREAM_COMMIT = "6d5d649cfbd518316e40f20bb545511ba1989da6"
@@ -66,11 +68,17 @@ CITATION = """\
   journal = {arXiv preprint arXiv:1505.04474},
   year    = {2015}
 }"""
-LICENSE = ("SG split files: CC0-1.0 (hoi_sg README). Images and original annotations keep their own terms: "
-           "HICO-DET (non-commercial research use), COCO 2014 images (Flickr terms of use), V-COCO annotations (MIT).")
+LICENSE = (
+    "SG split files: CC0-1.0 (hoi_sg README). Images and original annotations keep their own terms: "
+    "HICO-DET (non-commercial research use), COCO 2014 images (Flickr terms of use), "
+    "V-COCO annotations (MIT)."
+)
 
 ROOT_FOLDERS: dict[str, str] = {"hico": "hico_20160224_det", "vcoco": "v-coco"}
-IMAGE_FOLDERS: dict[str, tuple[str, str]] = {"hico": ("train2015", "test2015"), "vcoco": ("train2014", "val2014")}
+IMAGE_FOLDERS: dict[str, tuple[str, str]] = {
+    "hico": ("train2015", "test2015"),
+    "vcoco": ("train2014", "val2014"),
+}
 
 MANUAL_DOWNLOAD_INSTRUCTIONS = """\
 Point --data-dir (data_dir=) at a folder laid out as QPIC expects; each dataset may also sit in its own
@@ -92,6 +100,7 @@ V-COCO configs (vcoco, vcoco_split1..3):
   SGsplits/V-COCO-SG/trainval/trainval_vcoco_sg{1,2,3}.json    optional, from FujitsuResearch/hoi_sg
   SGsplits/V-COCO-SG/test/test_vcoco_sg{1,2,3}.json            (else regenerated with seeds 564, 966, 2065)
 
+The SGsplits/ folder of a hoi_sg checkout may also sit directly in data_dir (it holds both datasets).
 With both official SG files of a split present the original annotation files are not needed for it.
 Annotation-only builds (with_images=False, `hoi-bench build --no-images`) need no images.
 """
@@ -100,8 +109,15 @@ Annotation-only builds (with_images=False, `hoi-bench build --no-images`) need n
 class HoiSgConfig(datasets.BuilderConfig):
     """One config: which dataset, which SG split (``None`` = the original split), with or without images."""
 
-    def __init__(self, *, dataset: Dataset = "hico", split_number: int | None = None, with_images: bool = True,
-                 official_quirks: bool = True, **kwargs) -> None:
+    def __init__(
+        self,
+        *,
+        dataset: Dataset = "hico",
+        split_number: int | None = None,
+        with_images: bool = True,
+        official_quirks: bool = True,
+        **kwargs,
+    ) -> None:
         super().__init__(version=VERSION, **kwargs)
         self.dataset = dataset
         self.split_number = split_number
@@ -117,11 +133,20 @@ def _configs() -> list[HoiSgConfig]:
     configs = []
     for dataset, pretty in (("hico", "HICO-DET-SG"), ("vcoco", "V-COCO-SG")):
         for number in (1, 2, 3):
-            configs.append(HoiSgConfig(name=f"{dataset}_split{number}", dataset=dataset, split_number=number,
-                                       description=f"{pretty} split {number} (seed "
-                                                   f"{OFFICIAL_SEEDS[dataset][number - 1]})"))
-    configs.append(HoiSgConfig(name="hico", dataset="hico", description="HICO-DET, original trainval/test split"))
-    configs.append(HoiSgConfig(name="vcoco", dataset="vcoco", description="V-COCO, original trainval/test split"))
+            configs.append(
+                HoiSgConfig(
+                    name=f"{dataset}_split{number}",
+                    dataset=dataset,
+                    split_number=number,
+                    description=f"{pretty} split {number} (seed {OFFICIAL_SEEDS[dataset][number - 1]})",
+                )
+            )
+    configs.append(
+        HoiSgConfig(name="hico", dataset="hico", description="HICO-DET, original trainval/test split")
+    )
+    configs.append(
+        HoiSgConfig(name="vcoco", dataset="vcoco", description="V-COCO, original trainval/test split")
+    )
     return configs
 
 
@@ -135,6 +160,18 @@ def check_config_names(names: list[str]) -> None:
             raise ConfigError("hoi_sg config", name, CONFIG_NAMES)
 
 
+def official_split_files(data_dir: str | os.PathLike, dataset: Dataset, name: str) -> tuple[Path, Path]:
+    """The official files of split ``name`` (``sg1``...): under ``SGsplits/`` of the dataset root, else of
+    ``data_dir`` (a hoi_sg checkout's ``SGsplits`` holds both datasets). The first place holding both files
+    wins, else the first holding the test file, else the dataset root."""
+    roots = list(dict.fromkeys([dataset_root(data_dir, dataset), Path(data_dir)]))
+    candidates = [official_split_paths(r, dataset, name) for r in roots]
+    for candidate in candidates:
+        if all(p.is_file() for p in candidate):
+            return candidate
+    return next((c for c in candidates if c[1].is_file()), candidates[0])
+
+
 def buildable_configs(data_dir: str | os.PathLike) -> list[str]:
     """Configs whose files ``data_dir`` holds: the original annotation files, or both official split files.
 
@@ -145,23 +182,33 @@ def buildable_configs(data_dir: str | os.PathLike) -> list[str]:
         root = dataset_root(data_dir, config.dataset)
         files = original_annotation_paths(root, config.dataset)
         if config.split_number is not None and not all(p.is_file() for p in files):
-            files = official_split_paths(root, config.dataset, f"sg{config.split_number}")
+            files = official_split_files(data_dir, config.dataset, f"sg{config.split_number}")
         if all(p.is_file() for p in files):
             names.append(config.name)
     if not names:
-        expected = [f"{ROOT_FOLDERS[d]}/{p.relative_to(data_dir)}" for d in ("hico", "vcoco")
-                    for p in original_annotation_paths(Path(data_dir), d)]
-        raise MissingFilesError(str(data_dir), expected, what="annotation files",
-                                hint="each dataset may also sit directly in data_dir; see the manual-download "
-                                     "instructions (docs/hoi_sg.md)")
+        expected = [
+            f"{ROOT_FOLDERS[d]}/{p.relative_to(data_dir)}"
+            for d in ("hico", "vcoco")
+            for p in original_annotation_paths(Path(data_dir), d)
+        ]
+        raise MissingFilesError(
+            str(data_dir),
+            expected,
+            what="annotation files",
+            hint="each dataset may also sit directly in data_dir; see the manual-download "
+            "instructions (docs/hoi_sg.md)",
+        )
     return names
 
 
 def features(dataset: Dataset, with_images: bool = True) -> datasets.Features:
     """The row schema of a config of ``dataset``."""
     verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
-    hoi = {"subject": datasets.Value("int32"), "object": datasets.Value("int32"),
-           "verb": datasets.ClassLabel(names=list(verbs.names))}
+    hoi = {
+        "subject": datasets.Value("int32"),
+        "object": datasets.Value("int32"),
+        "verb": datasets.ClassLabel(names=list(verbs.names)),
+    }
     if dataset == "hico":
         hoi["hoi"] = datasets.ClassLabel(names=hico_hoi_names())
     columns = {"image": datasets.Image()} if with_images else {}
@@ -192,9 +239,14 @@ def image_path(root: Path, dataset: Dataset, record: ImageRecord, source: str = 
     """The image file of ``record``: its folder comes from the file-name prefix (SG test sets mix both)."""
     origin = record.origin_split
     if origin not in IMAGE_FOLDERS[dataset]:
-        raise FormatError(source or None, "cannot tell the image folder from the file name", field="file_name",
-                          record=record.file_name, expected=" or ".join(f"*_{f}_*" for f in IMAGE_FOLDERS[dataset]),
-                          found=record.file_name)
+        raise FormatError(
+            source or None,
+            "cannot tell the image folder from the file name",
+            field="file_name",
+            record=record.file_name,
+            expected=" or ".join(f"*_{f}_*" for f in IMAGE_FOLDERS[dataset]),
+            found=record.file_name,
+        )
     return root / "images" / origin / record.file_name
 
 
@@ -237,53 +289,96 @@ class HoiSgBuilder(datasets.GeneratorBasedBuilder):
         return datasets.DatasetInfo(
             description=self.config.description or "",
             features=features(self.config.dataset, self.config.with_images),
-            homepage=HOMEPAGE, citation=CITATION, license=LICENSE,
+            homepage=HOMEPAGE,
+            citation=CITATION,
+            license=LICENSE,
         )
 
     def _split_generators(self, dl_manager) -> list[datasets.SplitGenerator]:
         config = self.config
         if not config.data_dir:
-            raise MissingFilesError("<no data_dir>", ["data_dir"], what="setting",
-                                    hint="pass data_dir= (or --data-dir):\n" + MANUAL_DOWNLOAD_INSTRUCTIONS)
+            raise MissingFilesError(
+                "<no data_dir>",
+                ["data_dir"],
+                what="setting",
+                hint="pass data_dir= (or --data-dir):\n" + MANUAL_DOWNLOAD_INSTRUCTIONS,
+            )
         root = dataset_root(config.data_dir, config.dataset)
         train, test = self._records(root)
-        self.provenance.stats = {"train": split_stats(train, config.dataset), "test": split_stats(test, config.dataset)}
-        sizes = self._check_images(root, train + test) if config.with_images else [None] * (len(train) + len(test))
+        self.provenance.stats = {
+            "train": split_stats(train, config.dataset),
+            "test": split_stats(test, config.dataset),
+        }
+        sizes = (
+            self._check_images(root, train + test)
+            if config.with_images
+            else [None] * (len(train) + len(test))
+        )
         return [
-            datasets.SplitGenerator(name=datasets.Split.TRAIN,
-                                    gen_kwargs={"records": train, "sizes": sizes[:len(train)], "root": str(root)}),
-            datasets.SplitGenerator(name=datasets.Split.TEST,
-                                    gen_kwargs={"records": test, "sizes": sizes[len(train):], "root": str(root)}),
+            datasets.SplitGenerator(
+                name=datasets.Split.TRAIN,
+                gen_kwargs={"records": train, "sizes": sizes[: len(train)], "root": str(root)},
+            ),
+            datasets.SplitGenerator(
+                name=datasets.Split.TEST,
+                gen_kwargs={"records": test, "sizes": sizes[len(train) :], "root": str(root)},
+            ),
         ]
 
     def _records(self, root: Path) -> tuple[list[ImageRecord], list[ImageRecord]]:
         config, dataset = self.config, self.config.dataset
         if config.split_number is not None:
             name = f"sg{config.split_number}"
-            official = official_split_paths(root, dataset, name)
+            official = official_split_files(config.data_dir, dataset, name)
             if all(p.is_file() for p in official):
-                logger.info("%s: using the official split files %s", config.name, ", ".join(map(str, official)))
+                logger.info(
+                    "%s: using the official split files %s", config.name, ", ".join(map(str, official))
+                )
                 trainval, test = (read_annotations(p, dataset) for p in official)
-                self._note("official SG split files", root, official, seed=config.seed,
-                           held_out=combinations_of(test))
+                self._note(
+                    "official SG split files",
+                    root,
+                    official,
+                    seed=config.seed,
+                    held_out=combinations_of(test),
+                )
                 return trainval, test
         originals = original_annotation_paths(root, dataset)
         missing = [p for p in originals if not p.is_file()]
         if missing:
-            hint = "the official SGsplits/... files of this split would also do" if config.split_number else ""
-            raise MissingFilesError(str(root), [str(p.relative_to(root)) for p in missing], what="annotation files",
-                                    hint=hint)
+            hint = (
+                "the official SGsplits/... files of this split would also do" if config.split_number else ""
+            )
+            raise MissingFilesError(
+                str(root), [str(p.relative_to(root)) for p in missing], what="annotation files", hint=hint
+            )
         trainval, test = (read_annotations(p, dataset) for p in originals)
         if config.split_number is None:
             self._note("original annotation files", root, originals)
             return trainval, test
-        logger.info("%s: official split files not found under %s; regenerating with seed %d (Algorithm 1)",
-                    config.name, root / "SGsplits", config.seed)
-        split = make_split(trainval, test, dataset, seed=config.seed, ratio=RATIOS[dataset],
-                           official_quirks=config.official_quirks)
+        logger.info(
+            "%s: official split files not found under %s; regenerating with seed %d (Algorithm 1)",
+            config.name,
+            root / "SGsplits",
+            config.seed,
+        )
+        split = make_split(
+            trainval,
+            test,
+            dataset,
+            seed=config.seed,
+            ratio=RATIOS[dataset],
+            official_quirks=config.official_quirks,
+        )
         self._compare_with_official_test(official[1], split.test)
-        self._note(f"regenerated with seed {config.seed} (official_quirks={config.official_quirks})", root,
-                   originals, seed=config.seed, held_out=list(split.test_combinations), dropped=split.dropped)
+        self._note(
+            f"regenerated with seed {config.seed} (official_quirks={config.official_quirks})",
+            root,
+            originals,
+            seed=config.seed,
+            held_out=list(split.test_combinations),
+            dropped=split.dropped,
+        )
         return split.trainval, split.test
 
     def _compare_with_official_test(self, official_test: Path, regenerated: list[ImageRecord]) -> None:
@@ -293,19 +388,34 @@ class HoiSgBuilder(datasets.GeneratorBasedBuilder):
         if published == [r.file_name for r in regenerated]:
             logger.info("%s: regenerated test split equals %s", self.config.name, official_test)
         else:
-            logger.warning("%s: regenerated test split (%d images) differs from %s (%d images)", self.config.name,
-                           len(regenerated), official_test, len(published))
+            logger.warning(
+                "%s: regenerated test split (%d images) differs from %s (%d images)",
+                self.config.name,
+                len(regenerated),
+                official_test,
+                len(published),
+            )
 
     def _note(self, source: str, root: Path, files, *, seed=None, held_out=(), dropped=None) -> None:
-        self.provenance = Provenance(source, {str(p.relative_to(root)): sha256(p) for p in files}, seed,
-                                     sorted(held_out), dropped)
+        self.provenance = Provenance(
+            source,
+            {_relative(p, root, Path(self.config.data_dir)): sha256(p) for p in files},
+            seed,
+            sorted(held_out),
+            dropped,
+        )
 
     def _check_images(self, root: Path, records: list[ImageRecord]) -> list[tuple[int, int]]:
         """``(width, height)`` of every record's image, read from the file headers before any row is written;
         missing images raise one ``MissingFilesError``, unreadable ones one ``FormatError``."""
         missing, unreadable, sizes = [], [], []
-        progress = tqdm(records, desc=f"checking {self.config.name} images", unit="image", leave=False,
-                        disable=len(records) < 1000)
+        progress = tqdm(
+            records,
+            desc=f"checking {self.config.name} images",
+            unit="image",
+            leave=False,
+            disable=len(records) < 1000,
+        )
         for record in progress:
             path = image_path(root, self.config.dataset, record)
             if not path.is_file():
@@ -316,23 +426,38 @@ class HoiSgBuilder(datasets.GeneratorBasedBuilder):
             except FormatError:
                 unreadable.append(str(path.relative_to(root)))
         if missing:
-            raise MissingFilesError(str(root), missing, what="images",
-                                    hint="or build annotation-only configs with --no-images (with_images=False)")
+            raise MissingFilesError(
+                str(root),
+                missing,
+                what="images",
+                hint="or build annotation-only configs with --no-images (with_images=False)",
+            )
         if unreadable:
-            raise FormatError(str(root / unreadable[0]), f"not a readable image ({len(unreadable)} unreadable, "
-                              f"first: {', '.join(unreadable[:5])})", expected="a JPEG/PNG file")
+            raise FormatError(
+                str(root / unreadable[0]),
+                f"not a readable image ({len(unreadable)} unreadable, first: {', '.join(unreadable[:5])})",
+                expected="a JPEG/PNG file",
+            )
         return sizes
 
     def _generate_examples(self, records: list[ImageRecord], sizes: list, root: str):
-        """Rows of ``records``; ``sizes`` (checked image sizes) is a parallel list so ``num_proc`` shards both."""
+        """Rows of ``records``; ``sizes`` (checked image sizes) runs parallel so ``num_proc`` shards both."""
         root_path = Path(root)
         dataset, with_images = self.config.dataset, self.config.with_images
-        for record, size in zip(records, sizes):
+        for record, size in zip(records, sizes, strict=True):
             row = record_to_row(record, dataset)
             if with_images:
                 row["width"], row["height"] = size
                 row["image"] = embedded_image(image_path(root_path, dataset, record))
             yield record.file_name, row
+
+
+def _relative(path: Path, root: Path, data_dir: Path) -> str:
+    """``path`` relative to the dataset root, or to ``data_dir`` for files found above it."""
+    for base in (root, data_dir):
+        if path.is_relative_to(base):
+            return str(path.relative_to(base))
+    return str(path)
 
 
 def record_to_row(record: ImageRecord, dataset: Dataset) -> dict:
@@ -361,9 +486,19 @@ def row_to_record(row: dict, dataset: Dataset) -> ImageRecord:
     """
     objects = coco_objects()
     verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
-    boxes = [BoxAnnotation(list(box), objects.raw_id(label)) for box, label in zip(row["boxes"], row["box_labels"])]
-    hois = [HoiAnnotation(h["subject"], h["object"], verbs.raw_id(h["verb"]),
-                          h["hoi"] + 1 if dataset == "hico" and h["hoi"] >= 0 else None) for h in row["hois"]]
+    boxes = [
+        BoxAnnotation(list(box), objects.raw_id(label))
+        for box, label in zip(row["boxes"], row["box_labels"], strict=True)
+    ]
+    hois = [
+        HoiAnnotation(
+            h["subject"],
+            h["object"],
+            verbs.raw_id(h["verb"]),
+            h["hoi"] + 1 if dataset == "hico" and h["hoi"] >= 0 else None,
+        )
+        for h in row["hois"]
+    ]
     return ImageRecord(row["file_name"], boxes, hois, row["img_id"])
 
 

@@ -1,7 +1,7 @@
 """Read, validate and write the PPDM/QPIC annotation files of HICO-DET, V-COCO and their SG splits.
 
 Every HICO-DET-SG / V-COCO-SG file (``trainval_hico.json``, ``test_hico.json``, ``trainval_vcoco.json``,
-``test_vcoco.json``, ``SGsplits/*/{trainval,test}/*_sg{1,2,3}.json``) is a JSON list with one record per image::
+``test_vcoco.json``, ``SGsplits/*/{trainval,test}/*_sg{1,2,3}.json``) is a JSON list, one record per image::
 
     {"file_name": "HICO_train2015_00000005.jpg", "img_id": 5,
      "annotations": [{"bbox": [81, 153, 202, 271], "category_id": 1}, ...],
@@ -16,8 +16,8 @@ Quirks the readers accept (all seen in the official files):
 - key order differs between the HICO trainval, HICO test and V-COCO records; the writer reproduces it, so
   ``write_annotations(path, read_annotations(official_file))`` rewrites an official file byte for byte.
 
-Ids stay raw: box ``category_id`` is a COCO id 1..90 (with gaps), HOI ``category_id`` is a verb id (HICO 1..117,
-V-COCO 0..28), ``hoi_category_id`` a HICO HOI class 1..600.
+Ids stay raw: box ``category_id`` is a COCO id 1..90 (with gaps), HOI ``category_id`` is a verb id
+(HICO 1..117, V-COCO 0..28), ``hoi_category_id`` a HICO HOI class 1..600.
 
 Public API:
 
@@ -40,7 +40,8 @@ expected and what was found.
 ...     {"subject_id": 0, "object_id": -1, "category_id": 1}]}], "vcoco", source="mine.json")
 Traceback (most recent call last):
 ...
-hoi_bench.errors.FormatError: mine.json: record 0: field 'hoi_annotation[0].subject_id': index past the box list of x.jpg (expected 0 <= subject_id < 0, found 0)
+hoi_bench.errors.FormatError: mine.json: record 0: field 'hoi_annotation[0].subject_id': index past the box
+list of x.jpg (expected 0 <= subject_id < 0, found 0)
 """
 
 from __future__ import annotations
@@ -82,8 +83,8 @@ class BoxAnnotation:
 class HoiAnnotation:
     """One entry of ``hoi_annotation``: subject and object index into the boxes, the raw verb id.
 
-    ``object_id`` is ``-1`` for a V-COCO action without object; ``hoi_category_id`` (HICO 1..600) is present only
-    in records taken from ``trainval_hico.json``.
+    ``object_id`` is ``-1`` for a V-COCO action without object; ``hoi_category_id`` (HICO 1..600) is present
+    only in records taken from ``trainval_hico.json``.
     """
 
     subject_id: int
@@ -117,13 +118,13 @@ class ImageRecord:
 
     @property
     def hoi_triplets(self) -> np.ndarray:
-        """``(num_hois, 3)`` int64 array of ``[subject_id, object_id, verb_id]`` (raw verb ids, -1 = no object)."""
+        """``(num_hois, 3)`` int64 array of ``[subject_id, object_id, verb_id]`` (raw ids, -1: no object)."""
         rows = [(h.subject_id, h.object_id, h.category_id) for h in self.hoi_annotation]
         return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
     @property
     def origin_split(self) -> str | None:
-        """The original split the image file lives in (``train2015``, ``test2015``, ``train2014``, ``val2014``)."""
+        """Original split the image file is in (``train2015``, ``test2015``, ``train2014``, ``val2014``)."""
         return origin_split(self.file_name)
 
 
@@ -132,8 +133,10 @@ def origin_split(file_name: str) -> str | None:
 
     SG test files mix images of both original splits, so a loader must pick the folder from this prefix.
 
-    >>> origin_split("HICO_test2015_00000002.jpg"), origin_split("COCO_train2014_000000226162.jpg"), origin_split("a.jpg")
-    ('test2015', 'train2014', None)
+    >>> origin_split("HICO_test2015_00000002.jpg"), origin_split("COCO_train2014_000000226162.jpg")
+    ('test2015', 'train2014')
+    >>> origin_split("a.jpg") is None
+    True
     """
     match = _ORIGIN.match(file_name)
     return match.group(2) if match else None
@@ -157,8 +160,8 @@ def read_annotations(
 ) -> list[ImageRecord]:
     """Read and validate one annotation file; ``dataset`` ``None`` detects it from the first file name.
 
-    ``validate=False`` skips the id and index checks (the record structure is still checked), for files in this
-    format that use other vocabularies.
+    ``validate=False`` skips the id and index checks (the record structure is still checked), for files in
+    this format that use other vocabularies.
     """
     path = Path(path)
     data = load_json(path)
@@ -176,8 +179,13 @@ def load_json(path: str | os.PathLike) -> Any:
         with open(path, "rb") as handle:
             return json.load(handle)
     except json.JSONDecodeError as error:
-        raise FormatError(str(path), "malformed JSON", field=f"line {error.lineno} column {error.colno}",
-                          expected="valid JSON", found=error.msg) from error
+        raise FormatError(
+            str(path),
+            "malformed JSON",
+            field=f"line {error.lineno} column {error.colno}",
+            expected="valid JSON",
+            found=error.msg,
+        ) from error
     except UnicodeDecodeError as error:
         raise FormatError(str(path), "not UTF-8 text", expected="UTF-8 JSON", found=str(error)) from error
 
@@ -190,9 +198,14 @@ def _detect_from_data(data: Any, source: str) -> Dataset:
                 if found is not None:
                     return found
                 break
-    raise FormatError(source, "cannot tell HICO-DET from V-COCO; pass dataset='hico' or 'vcoco'",
-                      record=0, field="file_name", expected="a name starting with HICO_ or COCO_",
-                      found=data[0].get("file_name") if data and isinstance(data[0], dict) else None)
+    raise FormatError(
+        source,
+        "cannot tell HICO-DET from V-COCO; pass dataset='hico' or 'vcoco'",
+        record=0,
+        field="file_name",
+        expected="a name starting with HICO_ or COCO_",
+        found=data[0].get("file_name") if data and isinstance(data[0], dict) else None,
+    )
 
 
 def parse_annotations(
@@ -200,10 +213,16 @@ def parse_annotations(
 ) -> list[ImageRecord]:
     """Turn decoded JSON (a list of image dicts) into ``ImageRecord`` objects, validating every field."""
     if dataset not in DATASETS:
-        raise FormatError(source, "unknown dataset", field="dataset", expected=" or ".join(DATASETS), found=dataset)
+        raise FormatError(
+            source, "unknown dataset", field="dataset", expected=" or ".join(DATASETS), found=dataset
+        )
     if not isinstance(data, list):
-        raise FormatError(source, "an annotation file is a JSON list of image records",
-                          expected="list", found=type(data).__name__)
+        raise FormatError(
+            source,
+            "an annotation file is a JSON list of image records",
+            expected="list",
+            found=type(data).__name__,
+        )
     checker = _Checker(source, dataset, validate)
     return [checker.record(index, raw) for index, raw in enumerate(data)]
 
@@ -228,7 +247,9 @@ class _Checker:
             raise self.fail(index, "<record>", "a record is a JSON object", "object", type(raw).__name__)
         file_name = raw.get("file_name")
         if type(file_name) is not str or not file_name:
-            raise self.fail(index, "file_name", "missing or empty image file name", "non-empty string", file_name)
+            raise self.fail(
+                index, "file_name", "missing or empty image file name", "non-empty string", file_name
+            )
         img_id = raw.get("img_id")
         if img_id is not None and type(img_id) is not int:
             raise self.fail(index, "img_id", "image id is not an integer", "int", img_id)
@@ -240,8 +261,13 @@ class _Checker:
 
     def boxes(self, index: int, file_name: str, raw: Any) -> list[BoxAnnotation]:
         if type(raw) is not list:
-            raise self.fail(index, "annotations", f"box list of {file_name} is missing or not a list", "list",
-                            None if raw is _MISSING else raw)
+            raise self.fail(
+                index,
+                "annotations",
+                f"box list of {file_name} is missing or not a list",
+                "list",
+                None if raw is _MISSING else raw,
+            )
         out = []
         for position, box in enumerate(raw):
             if type(box) is not dict:
@@ -249,25 +275,50 @@ class _Checker:
             bbox = box.get("bbox")
             category = box.get("category_id")
             if type(bbox) is not list or len(bbox) != 4 or not all(_is_number(v) for v in bbox):
-                raise self.fail(index, f"annotations[{position}].bbox", f"malformed box in {file_name}",
-                                "[x1, y1, x2, y2] of 4 numbers", bbox)
+                raise self.fail(
+                    index,
+                    f"annotations[{position}].bbox",
+                    f"malformed box in {file_name}",
+                    "[x1, y1, x2, y2] of 4 numbers",
+                    bbox,
+                )
             x1, y1, x2, y2 = bbox
             if not (x1 <= x2 and y1 <= y2) or not all(map(math.isfinite, bbox)):
-                raise self.fail(index, f"annotations[{position}].bbox", f"box corners out of order in {file_name}",
-                                "finite x1 <= x2 and y1 <= y2", bbox)
+                raise self.fail(
+                    index,
+                    f"annotations[{position}].bbox",
+                    f"box corners out of order in {file_name}",
+                    "finite x1 <= x2 and y1 <= y2",
+                    bbox,
+                )
             if type(category) is not int:
-                raise self.fail(index, f"annotations[{position}].category_id", "object category is not an integer",
-                                "int", category)
+                raise self.fail(
+                    index,
+                    f"annotations[{position}].category_id",
+                    "object category is not an integer",
+                    "int",
+                    category,
+                )
             if self.validate and category not in self.objects:
-                raise self.fail(index, f"annotations[{position}].category_id", f"unknown COCO category in {file_name}",
-                                "a COCO id among the 80 used in 1..90", category)
+                raise self.fail(
+                    index,
+                    f"annotations[{position}].category_id",
+                    f"unknown COCO category in {file_name}",
+                    "a COCO id among the 80 used in 1..90",
+                    category,
+                )
             out.append(BoxAnnotation(bbox, category))
         return out
 
     def hois(self, index: int, file_name: str, raw: Any, boxes: list[BoxAnnotation]) -> list[HoiAnnotation]:
         if type(raw) is not list:
-            raise self.fail(index, "hoi_annotation", f"HOI list of {file_name} is missing or not a list", "list",
-                            None if raw is _MISSING else raw)
+            raise self.fail(
+                index,
+                "hoi_annotation",
+                f"HOI list of {file_name} is missing or not a list",
+                "list",
+                None if raw is _MISSING else raw,
+            )
         num_boxes = len(boxes)
         out = []
         for position, hoi in enumerate(raw):
@@ -280,41 +331,82 @@ class _Checker:
             hoi_id = hoi.get("hoi_category_id")
             for name, value in (("subject_id", subject), ("object_id", obj), ("category_id", verb)):
                 if type(value) is not int:
-                    raise self.fail(index, f"{where}.{name}", f"HOI field of {file_name} is missing or not an integer",
-                                    "int", value)
+                    raise self.fail(
+                        index,
+                        f"{where}.{name}",
+                        f"HOI field of {file_name} is missing or not an integer",
+                        "int",
+                        value,
+                    )
             if hoi_id is not None and type(hoi_id) is not int:
-                raise self.fail(index, f"{where}.hoi_category_id", "HOI class id is not an integer", "int", hoi_id)
+                raise self.fail(
+                    index, f"{where}.hoi_category_id", "HOI class id is not an integer", "int", hoi_id
+                )
             if not 0 <= subject < num_boxes:
-                raise self.fail(index, f"{where}.subject_id", f"index past the box list of {file_name}",
-                                f"0 <= subject_id < {num_boxes}", subject)
+                raise self.fail(
+                    index,
+                    f"{where}.subject_id",
+                    f"index past the box list of {file_name}",
+                    f"0 <= subject_id < {num_boxes}",
+                    subject,
+                )
             if not (0 <= obj < num_boxes or (obj == -1 and self.allow_no_object)):
                 low = "-1 (no object)" if self.allow_no_object else "0"
-                raise self.fail(index, f"{where}.object_id", f"index past the box list of {file_name}",
-                                f"{low} <= object_id < {num_boxes}", obj)
+                raise self.fail(
+                    index,
+                    f"{where}.object_id",
+                    f"index past the box list of {file_name}",
+                    f"{low} <= object_id < {num_boxes}",
+                    obj,
+                )
             if self.validate:
-                self.check_ids(index, where, file_name, verb, hoi_id, boxes[obj].category_id if obj >= 0 else None)
+                self.check_ids(
+                    index, where, file_name, verb, hoi_id, boxes[obj].category_id if obj >= 0 else None
+                )
             out.append(HoiAnnotation(subject, obj, verb, hoi_id))
         return out
 
-    def check_ids(self, index: int, where: str, file_name: str, verb: int, hoi_id: int | None,
-                  object_category: int | None) -> None:
+    def check_ids(
+        self,
+        index: int,
+        where: str,
+        file_name: str,
+        verb: int,
+        hoi_id: int | None,
+        object_category: int | None,
+    ) -> None:
         if verb not in self.verbs:
             first, last = self.verbs.raw_ids[0], self.verbs.raw_ids[-1]
-            raise self.fail(index, f"{where}.category_id", f"unknown {self.dataset} verb id in {file_name}",
-                            f"a verb id in {first}..{last}", verb)
+            raise self.fail(
+                index,
+                f"{where}.category_id",
+                f"unknown {self.dataset} verb id in {file_name}",
+                f"a verb id in {first}..{last}",
+                verb,
+            )
         if hoi_id is None:
             return
         if self.dataset != "hico":
-            raise self.fail(index, f"{where}.hoi_category_id", "V-COCO records have no HOI class id", "absent", hoi_id)
+            raise self.fail(
+                index, f"{where}.hoi_category_id", "V-COCO records have no HOI class id", "absent", hoi_id
+            )
         expected = self.hoi_lookup.get((verb, object_category))
         if expected is None:
-            raise self.fail(index, f"{where}.category_id",
-                            f"verb-object pair of {file_name} is none of the 600 HICO-DET HOI classes",
-                            "a (verb, object) pair of the 600 classes", (verb, object_category))
+            raise self.fail(
+                index,
+                f"{where}.category_id",
+                f"verb-object pair of {file_name} is none of the 600 HICO-DET HOI classes",
+                "a (verb, object) pair of the 600 classes",
+                (verb, object_category),
+            )
         if hoi_id != expected:
-            raise self.fail(index, f"{where}.hoi_category_id",
-                            f"HOI class id disagrees with verb {verb} and object category {object_category}",
-                            expected, hoi_id)
+            raise self.fail(
+                index,
+                f"{where}.hoi_category_id",
+                f"HOI class id disagrees with verb {verb} and object category {object_category}",
+                expected,
+                hoi_id,
+            )
 
 
 _MISSING = object()
@@ -328,11 +420,12 @@ def _is_number(value: Any) -> bool:
 def record_to_json(record: ImageRecord, dataset: Dataset) -> dict[str, Any]:
     """The upstream dict of ``record``, keys in the order upstream writes them.
 
-    HICO trainval records: ``file_name, img_id, annotations, hoi_annotation``; HICO test records (no ``img_id``):
-    ``file_name, hoi_annotation, annotations``; V-COCO: ``annotations, hoi_annotation, file_name`` with boxes as
-    ``{"category_id", "bbox"}``.
+    HICO trainval records: ``file_name, img_id, annotations, hoi_annotation``; HICO test records (no
+    ``img_id``): ``file_name, hoi_annotation, annotations``; V-COCO: ``annotations, hoi_annotation,
+    file_name`` with boxes as ``{"category_id", "bbox"}``.
 
-    >>> r = ImageRecord("HICO_test2015_00000002.jpg", [BoxAnnotation([1, 2, 3, 4], 1)], [HoiAnnotation(0, 0, 77)])
+    >>> box, hoi = BoxAnnotation([1, 2, 3, 4], 1), HoiAnnotation(0, 0, 77)
+    >>> r = ImageRecord("HICO_test2015_00000002.jpg", [box], [hoi])
     >>> list(record_to_json(r, "hico"))
     ['file_name', 'hoi_annotation', 'annotations']
     """
@@ -350,8 +443,12 @@ def record_to_json(record: ImageRecord, dataset: Dataset) -> dict[str, Any]:
     else:
         boxes = [{"bbox": b.bbox, "category_id": b.category_id} for b in record.annotations]
         if record.img_id is not None:
-            out = {"file_name": record.file_name, "img_id": record.img_id, "annotations": boxes,
-                   "hoi_annotation": hois}
+            out = {
+                "file_name": record.file_name,
+                "img_id": record.img_id,
+                "annotations": boxes,
+                "hoi_annotation": hois,
+            }
         else:
             out = {"file_name": record.file_name, "hoi_annotation": hois, "annotations": boxes}
     out.update(record.extra)

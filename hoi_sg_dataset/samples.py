@@ -10,13 +10,13 @@
     root/v-coco/annotations/trainval_vcoco.json, test_vcoco.json
 
 Annotation files follow the upstream format with its quirks (HICO trainval records carry ``img_id`` and
-``hoi_category_id``, test records do not; V-COCO boxes are floats, crowd boxes ints; V-COCO HOIs without object;
-V-COCO images with an empty HOI list).
+``hoi_category_id``, test records do not; V-COCO boxes are floats, crowd boxes ints; V-COCO HOIs without
+object; V-COCO images with an empty HOI list).
 
-Each 128 x 96 image shows persons (red figures) and objects (rectangles, one colour per category). The verb is a
-function of the person and object boxes only, never of the object category, so a pair classifier can learn it
-from geometry and transfer it to held-out (object, verb) combinations. With ``p`` the person box (width ``pw``,
-height ``ph``):
+Each 128 x 96 image shows persons (red figures) and objects (rectangles, one colour per category). The verb is
+a function of the person and object boxes only, never of the object category, so a pair classifier can learn
+it from geometry and transfer it to held-out (object, verb) combinations. With ``p`` the person box (width
+``pw``, height ``ph``):
 
 ============== ==================== ===================================================================
 HICO verb      V-COCO verb          object box relative to the person
@@ -64,25 +64,70 @@ PERSON = 1
 
 # object names -> the verbs they are drawn with (every pair is one of the 600 HICO-DET classes)
 HICO_COMBINATIONS: dict[str, tuple[str, ...]] = {
-    "hold": ("bicycle", "motorcycle", "horse", "skateboard", "skis", "snowboard", "surfboard", "elephant", "dog",
-             "sheep"),
-    "ride": ("bicycle", "motorcycle", "horse", "skateboard", "skis", "snowboard", "surfboard", "elephant", "sheep"),
+    "hold": (
+        "bicycle",
+        "motorcycle",
+        "horse",
+        "skateboard",
+        "skis",
+        "snowboard",
+        "surfboard",
+        "elephant",
+        "dog",
+        "sheep",
+    ),
+    "ride": (
+        "bicycle",
+        "motorcycle",
+        "horse",
+        "skateboard",
+        "skis",
+        "snowboard",
+        "surfboard",
+        "elephant",
+        "sheep",
+    ),
     "carry": ("bicycle", "skateboard", "skis", "snowboard", "surfboard", "dog", "sheep"),
     "jump": ("bicycle", "horse", "motorcycle", "skateboard", "skis", "snowboard", "surfboard"),
-    "no_interaction": ("bicycle", "motorcycle", "horse", "skateboard", "skis", "snowboard", "surfboard", "elephant",
-                       "dog", "sheep"),
+    "no_interaction": (
+        "bicycle",
+        "motorcycle",
+        "horse",
+        "skateboard",
+        "skis",
+        "snowboard",
+        "surfboard",
+        "elephant",
+        "dog",
+        "sheep",
+    ),
     "walk": ("bicycle", "horse", "motorcycle", "elephant", "dog", "sheep"),
 }
 VCOCO_COMBINATIONS: dict[str, tuple[str, ...]] = {
-    "hold_obj": ("bicycle", "motorcycle", "skateboard", "sports ball", "surfboard", "dog", "frisbee", "chair"),
+    "hold_obj": (
+        "bicycle",
+        "motorcycle",
+        "skateboard",
+        "sports ball",
+        "surfboard",
+        "dog",
+        "frisbee",
+        "chair",
+    ),
     "ride_instr": ("bicycle", "motorcycle", "horse", "skateboard", "surfboard"),
     "carry_obj": ("skateboard", "surfboard", "sports ball", "dog", "chair", "frisbee"),
     "sit_instr": ("chair", "bicycle", "motorcycle", "horse"),
     "look_obj": ("sports ball", "dog", "horse", "frisbee", "motorcycle", "bicycle"),
     "jump_instr": ("skateboard", "bicycle", "horse", "motorcycle", "surfboard"),
 }
-GEOMETRY_OF_VERB = {"hold_obj": "hold", "ride_instr": "ride", "carry_obj": "carry", "sit_instr": "sit",
-                    "look_obj": "look", "jump_instr": "jump"}
+GEOMETRY_OF_VERB = {
+    "hold_obj": "hold",
+    "ride_instr": "ride",
+    "carry_obj": "carry",
+    "sit_instr": "sit",
+    "look_obj": "look",
+    "jump_instr": "jump",
+}
 
 Box = tuple[float, float, float, float]
 
@@ -111,8 +156,12 @@ def write_sample(root: str | os.PathLike) -> SampleLayout:
     root = Path(root)
     plan = sample_plan()
     with staged_replace(root) as stage:
-        _write_dataset(stage / HICO_FOLDER, "hico", plan.hico_trainval, plan.hico_test, ("train2015", "test2015"))
-        _write_dataset(stage / VCOCO_FOLDER, "vcoco", plan.vcoco_trainval, plan.vcoco_test, ("train2014", "val2014"))
+        _write_dataset(
+            stage / HICO_FOLDER, "hico", plan.hico_trainval, plan.hico_test, ("train2015", "test2015")
+        )
+        _write_dataset(
+            stage / VCOCO_FOLDER, "vcoco", plan.vcoco_trainval, plan.vcoco_test, ("train2014", "val2014")
+        )
     return SampleLayout(root.absolute(), root.absolute() / HICO_FOLDER, root.absolute() / VCOCO_FOLDER)
 
 
@@ -137,7 +186,9 @@ def draw_image(record: ImageRecord) -> Image.Image:
         if box.category_id == PERSON:
             head = min(x2 - x1, (y2 - y1) / 4)
             draw.rectangle([x1, y1 + head, x2, y2], fill=(200, 40, 40))
-            draw.ellipse([x1 + (x2 - x1 - head) / 2, y1, x1 + (x2 - x1 + head) / 2, y1 + head], fill=(230, 160, 120))
+            draw.ellipse(
+                [x1 + (x2 - x1 - head) / 2, y1, x1 + (x2 - x1 + head) / 2, y1 + head], fill=(230, 160, 120)
+            )
         else:
             draw.rectangle([x1, y1, x2, y2], fill=_colour(box.category_id), outline=(40, 40, 40))
     return image
@@ -164,8 +215,8 @@ def sample_plan() -> SamplePlan:
 def _combinations(table: dict[str, tuple[str, ...]], verbs, geometry: Callable) -> list[tuple[int, int, str]]:
     """``(object id, verb id, geometry)`` for every pair of ``table``."""
     objects = coco_objects()
-    object_ids = dict(zip(objects.names, objects.raw_ids))
-    verb_ids = dict(zip(verbs.names, verbs.raw_ids))
+    object_ids = dict(zip(objects.names, objects.raw_ids, strict=True))
+    verb_ids = dict(zip(verbs.names, verbs.raw_ids, strict=True))
     return [(object_ids[o], verb_ids[v], geometry(v)) for v, names in table.items() for o in names]
 
 
@@ -175,8 +226,15 @@ def _hico_record(rng: np.random.RandomState, split: str, number: int, combos) ->
     train = split == "train2015"
     if train:
         lookup = hico_hoi_lookup()
-        hois = [HoiAnnotation(h.subject_id, h.object_id, h.category_id,
-                              lookup[(h.category_id, boxes[h.object_id].category_id)]) for h in hois]
+        hois = [
+            HoiAnnotation(
+                h.subject_id,
+                h.object_id,
+                h.category_id,
+                lookup[(h.category_id, boxes[h.object_id].category_id)],
+            )
+            for h in hois
+        ]
     return ImageRecord(f"HICO_{split}_{number:08d}.jpg", boxes, hois, img_id=number if train else None)
 
 

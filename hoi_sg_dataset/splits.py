@@ -5,18 +5,19 @@ What the official generator (FujitsuResearch/hoi_sg ``hico.py`` / ``vcoco.py`` a
 1. list the distinct (object category, verb) combinations of trainval + test in the row-major order of its
    object x verb count matrix (HOIs without object are not counted);
 2. ``train_test_split(combinations, train_size=ratio, random_state=seed)``: ``n_train = floor(ratio * n)``,
-   ``perm = numpy.random.RandomState(seed).permutation(n)``, the first ``n - n_train`` entries of ``perm`` are the
-   held-out (test) combinations;
+   ``perm = numpy.random.RandomState(seed).permutation(n)``, the first ``n - n_train`` entries of ``perm`` are
+   the held-out (test) combinations;
 3. VERIFY: every held-out combination's object and verb also occur in some training combination (only the
    *combination* is new). With no seed given, seeds are scanned upward from 368 (HICO) / 0 (V-COCO) for the
    first passing one; the published seeds 368, 680, 750 are the first three passing HICO seeds;
 4. every image of trainval, then of test, goes to test if all its HOIs are held-out combinations, to train if
    none is, and is dropped otherwise; records are copied unchanged.
 
-Two quirks of the official step 4 are reproduced by ``official_quirks=True`` (the default, needed to regenerate the
-published files): an image with an empty HOI list satisfies "all HOIs held out" and goes to test; a V-COCO HOI
-without object (``object_id = -1``) takes the category of the image's *last* box. With ``official_quirks=False``
-HOIs without object are neutral and images with no held-out combination (including empty ones) go to train.
+Two quirks of the official step 4 are reproduced by ``official_quirks=True`` (the default, needed to
+regenerate the published files): an image with an empty HOI list satisfies "all HOIs held out" and goes to
+test; a V-COCO HOI without object (``object_id = -1``) takes the category of the image's *last* box. With
+``official_quirks=False`` HOIs without object are neutral and images with no held-out combination (including
+empty ones) go to train.
 
 It works on any dataset in the PPDM/QPIC format, so new splits can be made with other seeds or ratios.
 
@@ -85,8 +86,10 @@ def split_combinations(
     n_train = math.floor(ratio * n)
     n_test = n - n_train
     if n_train == 0 or n_test == 0:
-        raise DataError(f"cannot hold out a fraction {1 - ratio:g} of {n} combinations "
-                        f"(expected 0 < floor(ratio * n) < n, found {n_train} training combinations)")
+        raise DataError(
+            f"cannot hold out a fraction {1 - ratio:g} of {n} combinations "
+            f"(expected 0 < floor(ratio * n) < n, found {n_train} training combinations)"
+        )
     permutation = np.random.RandomState(seed).permutation(n)
     held_out = [combinations[i] for i in permutation[:n_test]]
     kept = [combinations[i] for i in permutation[n_test:]]
@@ -111,9 +114,11 @@ def search_seeds(
             found.append(seed)
             if len(found) == count:
                 return found
-    raise DataError(f"no seed in [{start}, {start + limit}) passes VERIFY for {len(combinations)} combinations "
-                    f"at ratio {ratio} (expected {count}, found {len(found)}); "
-                    "every object and every verb needs several combinations")
+    raise DataError(
+        f"no seed in [{start}, {start + limit}) passes VERIFY for {len(combinations)} combinations "
+        f"at ratio {ratio} (expected {count}, found {len(found)}); "
+        "every object and every verb needs several combinations"
+    )
 
 
 def held_out_flags(
@@ -143,8 +148,11 @@ def side_of(flags: Sequence[bool | None], official_quirks: bool) -> str | None:
 
 
 def assign_images(
-    trainval: Sequence[ImageRecord], test: Sequence[ImageRecord], held_out: Iterable[Combination],
-    dataset: Dataset, official_quirks: bool = True,
+    trainval: Sequence[ImageRecord],
+    test: Sequence[ImageRecord],
+    held_out: Iterable[Combination],
+    dataset: Dataset,
+    official_quirks: bool = True,
 ) -> tuple[list[ImageRecord], list[ImageRecord], int]:
     """``(sg_trainval, sg_test, dropped)`` from every image of trainval then test, in file order."""
     held = set(held_out)
@@ -160,8 +168,13 @@ def assign_images(
 
 
 def make_split(
-    trainval: Sequence[ImageRecord], test: Sequence[ImageRecord], dataset: Dataset, *, seed: int | None = None,
-    ratio: float | None = None, official_quirks: bool = True,
+    trainval: Sequence[ImageRecord],
+    test: Sequence[ImageRecord],
+    dataset: Dataset,
+    *,
+    seed: int | None = None,
+    ratio: float | None = None,
+    official_quirks: bool = True,
 ) -> SgSplit:
     """Run Algorithm 1 on the original ``trainval`` and ``test`` records; ``seed=None`` searches one."""
     ratio = RATIOS[dataset] if ratio is None else ratio
@@ -173,10 +186,18 @@ def make_split(
     if not verify(kept, held_out):
         logger.warning("seed %d fails VERIFY: some held-out object or verb never occurs in training", seed)
     sg_trainval, sg_test, dropped = assign_images(trainval, test, held_out, dataset, official_quirks)
-    logger.info("seed %d: %d of %d combinations held out; %d train, %d test images, %d mixed images dropped",
-                seed, len(held_out), len(combinations), len(sg_trainval), len(sg_test), dropped)
-    return SgSplit(dataset, seed, ratio, tuple(kept), tuple(held_out), sg_trainval, sg_test, dropped,
-                   official_quirks)
+    logger.info(
+        "seed %d: %d of %d combinations held out; %d train, %d test images, %d mixed images dropped",
+        seed,
+        len(held_out),
+        len(combinations),
+        len(sg_trainval),
+        len(sg_test),
+        dropped,
+    )
+    return SgSplit(
+        dataset, seed, ratio, tuple(kept), tuple(held_out), sg_trainval, sg_test, dropped, official_quirks
+    )
 
 
 def split_file_names(dataset: Dataset, name: str) -> tuple[str, str]:
@@ -191,7 +212,9 @@ def official_split_paths(root: str | os.PathLike, dataset: Dataset, name: str) -
     return base / "trainval" / trainval_name, base / "test" / test_name
 
 
-def write_split(split: SgSplit, out_dir: str | os.PathLike, name: str, *, flat: bool = False) -> tuple[Path, Path]:
+def write_split(
+    split: SgSplit, out_dir: str | os.PathLike, name: str, *, flat: bool = False
+) -> tuple[Path, Path]:
     """Write the split's two files under the official names; ``flat`` puts both directly in ``out_dir``
     (as the official generator does), else in the hoi_sg repository's ``SGsplits/...`` layout."""
     if flat:

@@ -1,12 +1,13 @@
 """Statistics of an annotation or split file: what Table 1 of the HICO-DET-SG / V-COCO-SG paper reports.
 
 ``images`` and ``hoi_triplets`` (HOI instances) are Table 1's columns; ``combinations`` counts the distinct
-(object, verb) pairs of HOIs with an object. For V-COCO-SG test files ``quirk_combinations`` adds the pairs that the
-official generator's last-box quirk gave to HOIs without object (``splits`` module docstring).
+(object, verb) pairs of HOIs with an object. For V-COCO-SG test files ``quirk_combinations`` adds the pairs
+that the official generator's last-box quirk gave to HOIs without object (``splits`` module docstring).
 
 >>> from hoi_sg_dataset.formats import parse_annotations
 >>> records = parse_annotations([{"file_name": "HICO_test2015_00000002.jpg",
-...     "annotations": [{"bbox": [1, 2, 30, 40], "category_id": 1}, {"bbox": [5, 6, 70, 80], "category_id": 19}],
+...     "annotations": [{"bbox": [1, 2, 30, 40], "category_id": 1},
+...                     {"bbox": [5, 6, 70, 80], "category_id": 19}],
 ...     "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 77}]}], "hico")
 >>> s = split_stats(records, "hico")
 >>> s.images, s.hoi_triplets, s.combinations, s.images_per_origin
@@ -64,8 +65,14 @@ def split_stats(records: Sequence[ImageRecord], dataset: Dataset) -> SplitStats:
                 quirk.add((record.annotations[-1].category_id, hoi.category_id))
     names = verb_vocabulary(dataset)
     return SplitStats(
-        dataset=dataset, images=len(records), hoi_triplets=hois, combinations=len(combos), boxes=boxes,
-        no_object_hois=no_object, empty_images=empty, quirk_combinations=len(quirk - combos),
+        dataset=dataset,
+        images=len(records),
+        hoi_triplets=hois,
+        combinations=len(combos),
+        boxes=boxes,
+        no_object_hois=no_object,
+        empty_images=empty,
+        quirk_combinations=len(quirk - combos),
         images_per_origin=dict(sorted(origins.items(), key=lambda kv: _ORIGIN_ORDER.get(kv[0], 9))),
         verbs=[names.name_of(v) if v in names else str(v) for v in sorted(verbs)],
     )

@@ -19,13 +19,17 @@ from hoi_sg_dataset.stats import combination_names
 
 
 def _load(folder, config, **kwargs):
-    return datasets.load_dataset(str(folder), config, cache_dir=str(folder.parent / f"cache-{config}"), **kwargs)
+    return datasets.load_dataset(
+        str(folder), config, cache_dir=str(folder.parent / f"cache-{config}"), **kwargs
+    )
 
 
 def _originals(root, dataset):
     base = root / ("hico_20160224_det" if dataset == "hico" else "v-coco") / "annotations"
-    return (read_annotations(base / f"trainval_{dataset}.json", dataset),
-            read_annotations(base / f"test_{dataset}.json", dataset))
+    return (
+        read_annotations(base / f"trainval_{dataset}.json", dataset),
+        read_annotations(base / f"test_{dataset}.json", dataset),
+    )
 
 
 def _expected(root, config):
@@ -33,19 +37,21 @@ def _expected(root, config):
     trainval, test = _originals(root, dataset)
     if config in ("hico", "vcoco"):
         return dataset, {"train": trainval, "test": test}
-    split = make_split(trainval, test, dataset, seed=dict(zip(CONFIG_NAMES, (368, 680, 750, 564, 966, 2065)))[config])
+    split = make_split(trainval, test, dataset, seed=HoiSgBuilder.builder_configs[config].seed)
     return dataset, {"train": split.trainval, "test": split.test}
 
 
 def _assert_same_annotations(rows, records, dataset):
     rows = list(rows)
     assert [r["file_name"] for r in rows] == [r.file_name for r in records]
-    for row, record in zip(rows, records):
+    for row, record in zip(rows, records, strict=True):
         back = row_to_record(row, dataset)
         assert back.img_id == record.img_id and row["origin_split"] == record.origin_split
         assert [b.category_id for b in back.annotations] == [b.category_id for b in record.annotations]
-        np.testing.assert_array_equal(np.array([b.bbox for b in back.annotations], np.float32).reshape(-1, 4),
-                                      record.boxes.astype(np.float32))
+        np.testing.assert_array_equal(
+            np.array([b.bbox for b in back.annotations], np.float32).reshape(-1, 4),
+            record.boxes.astype(np.float32),
+        )
         assert back.hoi_annotation == record.hoi_annotation
 
 
@@ -66,7 +72,7 @@ def test_round_trip_preserves_every_annotation_and_image(hub, sample_root, confi
     for split, records in expected.items():
         _assert_same_annotations(loaded[split], records, dataset)
         raw = loaded[split].cast_column("image", datasets.Image(decode=False))
-        for row, record in zip(raw.select(range(5)), records):
+        for row, record in zip(raw.select(range(5)), records[:5], strict=True):
             source = sample_root / ("hico_20160224_det" if dataset == "hico" else "v-coco") / "images"
             assert row["image"]["bytes"] == (source / record.origin_split / record.file_name).read_bytes()
         first = loaded[split][0]
@@ -193,7 +199,9 @@ def test_unknown_config_name(sample_root, tmp_path):
 
 def test_data_dir_missing_an_annotation_file(sample_copy, tmp_path):
     (sample_copy / "hico_20160224_det" / "annotations" / "test_hico.json").unlink()
-    with pytest.raises(MissingFilesError, match="1 annotation files missing, first: annotations/test_hico.json"):
+    with pytest.raises(
+        MissingFilesError, match="1 annotation files missing, first: annotations/test_hico.json"
+    ):
         build_hoi_sg(sample_copy, tmp_path / "out", ["hico_split3"])
     assert "hico" not in buildable_configs(sample_copy) and "vcoco" in buildable_configs(sample_copy)
     with pytest.raises(MissingFilesError, match="hico_20160224_det/annotations/trainval_hico.json"):
@@ -219,8 +227,12 @@ def test_image_name_without_a_known_split_prefix(sample_copy, tmp_path):
 
 @pytest.mark.parametrize("num_proc", [None, 2])
 def test_unreadable_image_is_named_not_wrapped(sample_copy, tmp_path, num_proc):
-    (sample_copy / "v-coco" / "images" / "val2014" / "COCO_val2014_000000000004.jpg").write_bytes(b"not a jpeg")
-    with pytest.raises(FormatError, match="COCO_val2014_000000000004.jpg: not a readable image .1 unreadable"):
+    (sample_copy / "v-coco" / "images" / "val2014" / "COCO_val2014_000000000004.jpg").write_bytes(
+        b"not a jpeg"
+    )
+    with pytest.raises(
+        FormatError, match="COCO_val2014_000000000004.jpg: not a readable image .1 unreadable"
+    ):
         build_hoi_sg(sample_copy, tmp_path / "out", ["vcoco"], num_proc=num_proc)
     assert not (tmp_path / "out").exists()
 
@@ -229,3 +241,13 @@ def test_builder_without_data_dir_names_the_expected_layout(tmp_path):
     builder = HoiSgBuilder(config_name="hico", cache_dir=str(tmp_path))
     with pytest.raises(MissingFilesError, match="(?s)data_dir.*annotations/trainval_hico.json"):
         builder.download_and_prepare()
+
+
+def test_official_split_files_may_sit_in_a_shared_sgsplits_folder(sample_copy, tmp_path, caplog):
+    trainval, test = _originals(sample_copy, "vcoco")
+    split = make_split(trainval, test, "vcoco", seed=966)
+    write_split(split, sample_copy, "sg2")  # data_dir/SGsplits/V-COCO-SG/..., as in a hoi_sg checkout
+    with caplog.at_level(logging.INFO, logger="hoi_sg_dataset.builder"):
+        folder = build_hoi_sg(sample_copy, tmp_path / "out", ["vcoco_split2"], with_images=False)
+    assert "using the official split files" in caplog.text
+    assert "`SGsplits/V-COCO-SG/test/test_vcoco_sg2.json`" in (folder / "README.md").read_text()

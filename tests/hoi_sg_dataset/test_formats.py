@@ -10,30 +10,58 @@ from hypothesis import strategies as st
 
 from hoi_bench.errors import FormatError, MissingFilesError
 from hoi_sg_dataset import formats
-from hoi_sg_dataset.formats import (BoxAnnotation, HoiAnnotation, ImageRecord, parse_annotations, read_annotations,
-                                    write_annotations)
+from hoi_sg_dataset.formats import (
+    BoxAnnotation,
+    HoiAnnotation,
+    ImageRecord,
+    parse_annotations,
+    read_annotations,
+    write_annotations,
+)
 from hoi_sg_dataset.vocabulary import coco_objects, hico_hoi_lookup, hico_verbs, vcoco_verbs
 
 ANCHOR_FILES = {
-    "test_hico_sg1.json": 8515, "test_hico_sg2.json": 7656, "test_hico_sg3.json": 6229,
-    "test_vcoco_sg1.json": 2850, "test_vcoco_sg2.json": 3066, "test_vcoco_sg3.json": 3888,
+    "test_hico_sg1.json": 8515,
+    "test_hico_sg2.json": 7656,
+    "test_hico_sg3.json": 6229,
+    "test_vcoco_sg1.json": 2850,
+    "test_vcoco_sg2.json": 3066,
+    "test_vcoco_sg3.json": 3888,
 }
 
-HICO_TRAIN = {"file_name": "HICO_train2015_00000005.jpg", "img_id": 5,
-              "annotations": [{"bbox": [81, 153, 202, 271], "category_id": 1},
-                              {"bbox": [0, 175, 312, 421], "category_id": 65}],
-              "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 88, "hoi_category_id": 242}]}
-HICO_TEST = {"file_name": "HICO_test2015_00000002.jpg",
-             "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 77}],
-             "annotations": [{"bbox": [226, 18, 340, 210], "category_id": 1},
-                             {"bbox": [174, 65, 393, 440], "category_id": 19}]}
-VCOCO = {"annotations": [{"category_id": 1, "bbox": [154.49, 71.25, 312.81, 395.57]},
-                         {"category_id": 16, "bbox": [1, 186, 639, 356]}],
-         "hoi_annotation": [{"subject_id": 0, "object_id": -1, "category_id": 1},
-                            {"subject_id": 0, "object_id": 1, "category_id": 5}],
-         "file_name": "COCO_train2014_000000226162.jpg"}
-VCOCO_EMPTY = {"annotations": [{"category_id": 1, "bbox": [0.0, 0.0, 10.0, 10.0]}], "hoi_annotation": [],
-               "file_name": "COCO_val2014_000000000042.jpg"}
+HICO_TRAIN = {
+    "file_name": "HICO_train2015_00000005.jpg",
+    "img_id": 5,
+    "annotations": [
+        {"bbox": [81, 153, 202, 271], "category_id": 1},
+        {"bbox": [0, 175, 312, 421], "category_id": 65},
+    ],
+    "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 88, "hoi_category_id": 242}],
+}
+HICO_TEST = {
+    "file_name": "HICO_test2015_00000002.jpg",
+    "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 77}],
+    "annotations": [
+        {"bbox": [226, 18, 340, 210], "category_id": 1},
+        {"bbox": [174, 65, 393, 440], "category_id": 19},
+    ],
+}
+VCOCO = {
+    "annotations": [
+        {"category_id": 1, "bbox": [154.49, 71.25, 312.81, 395.57]},
+        {"category_id": 16, "bbox": [1, 186, 639, 356]},
+    ],
+    "hoi_annotation": [
+        {"subject_id": 0, "object_id": -1, "category_id": 1},
+        {"subject_id": 0, "object_id": 1, "category_id": 5},
+    ],
+    "file_name": "COCO_train2014_000000226162.jpg",
+}
+VCOCO_EMPTY = {
+    "annotations": [{"category_id": 1, "bbox": [0.0, 0.0, 10.0, 10.0]}],
+    "hoi_annotation": [],
+    "file_name": "COCO_val2014_000000000042.jpg",
+}
 
 
 def _copy(record):
@@ -127,7 +155,12 @@ def test_subject_index_past_the_box_list():
     record = _copy(HICO_TEST)
     record["hoi_annotation"][0]["subject_id"] = 2
     error = _error([_copy(HICO_TRAIN), record])
-    assert (error.file, error.record, error.field, error.found) == ("bad.json", 1, "hoi_annotation[0].subject_id", 2)
+    assert (error.file, error.record, error.field, error.found) == (
+        "bad.json",
+        1,
+        "hoi_annotation[0].subject_id",
+        2,
+    )
     assert error.expected == "0 <= subject_id < 2" and "HICO_test2015_00000002.jpg" in str(error)
 
 
@@ -142,7 +175,11 @@ def test_unknown_verb_id():
     record["hoi_annotation"][0]["category_id"] = 118
     error = _error([record])
     assert (error.record, error.field, error.found, error.expected) == (
-        0, "hoi_annotation[0].category_id", 118, "a verb id in 1..117")
+        0,
+        "hoi_annotation[0].category_id",
+        118,
+        "a verb id in 1..117",
+    )
     vcoco = _copy(VCOCO)
     vcoco["hoi_annotation"][1]["category_id"] = 29
     assert _error([vcoco], "vcoco").expected == "a verb id in 0..28"
@@ -156,8 +193,9 @@ def test_box_with_x2_left_of_x1():
     assert "x1 <= x2" in error.expected
 
 
-@pytest.mark.parametrize("bbox", [[1, 2, 3], [1, 2, "3", 4], [1, 2, float("nan"), 4], [0, 0, float("inf"), 1],
-                                  [True, 0, 1, 1]])
+@pytest.mark.parametrize(
+    "bbox", [[1, 2, 3], [1, 2, "3", 4], [1, 2, float("nan"), 4], [0, 0, float("inf"), 1], [True, 0, 1, 1]]
+)
 def test_malformed_boxes(bbox):
     record = _copy(HICO_TEST)
     record["annotations"][0]["bbox"] = bbox
@@ -177,14 +215,17 @@ def test_unknown_object_category_and_inconsistent_hoi_class():
     assert "none of the 600" in str(_error([record]))
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda r: r.pop("file_name"), "file_name"),
-    (lambda r: r.pop("annotations"), "annotations"),
-    (lambda r: r.update(hoi_annotation={}), "hoi_annotation"),
-    (lambda r: r.update(img_id="5"), "img_id"),
-    (lambda r: r["hoi_annotation"][0].pop("object_id"), "hoi_annotation[0].object_id"),
-    (lambda r: r["annotations"][0].update(category_id=1.0), "annotations[0].category_id"),
-])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda r: r.pop("file_name"), "file_name"),
+        (lambda r: r.pop("annotations"), "annotations"),
+        (lambda r: r.update(hoi_annotation={}), "hoi_annotation"),
+        (lambda r: r.update(img_id="5"), "img_id"),
+        (lambda r: r["hoi_annotation"][0].pop("object_id"), "hoi_annotation[0].object_id"),
+        (lambda r: r["annotations"][0].update(category_id=1.0), "annotations[0].category_id"),
+    ],
+)
 def test_structural_errors_name_the_field(mutate, field):
     record = _copy(HICO_TRAIN)
     mutate(record)
@@ -226,8 +267,14 @@ def _vcoco_records(draw):
     for _ in range(draw(st.integers(1, 4))):
         x1, y1, w, h = draw(_coord), draw(_coord), draw(_coord), draw(_coord)
         boxes.append(BoxAnnotation([x1, y1, x1 + w, y1 + h], draw(st.sampled_from(coco_objects().raw_ids))))
-    hois = [HoiAnnotation(draw(st.integers(0, len(boxes) - 1)), draw(st.integers(-1, len(boxes) - 1)),
-                          draw(st.integers(0, 28))) for _ in range(draw(st.integers(0, 3)))]
+    hois = [
+        HoiAnnotation(
+            draw(st.integers(0, len(boxes) - 1)),
+            draw(st.integers(-1, len(boxes) - 1)),
+            draw(st.integers(0, 28)),
+        )
+        for _ in range(draw(st.integers(0, 3)))
+    ]
     return ImageRecord(f"COCO_train2014_{draw(st.integers(0, 10**6)):012d}.jpg", boxes, hois)
 
 

@@ -1,4 +1,4 @@
-"""Algorithm 1: the official seeds reproduce the published held-out combinations; image assignment and quirks."""
+"""Algorithm 1: official seeds reproduce the published held-out combinations; image assignment and quirks."""
 
 from __future__ import annotations
 
@@ -7,8 +7,17 @@ import pytest
 
 from hoi_bench.errors import DataError
 from hoi_sg_dataset.formats import BoxAnnotation, HoiAnnotation, ImageRecord, read_annotations
-from hoi_sg_dataset.splits import (OFFICIAL_SEEDS, assign_images, combinations_of, make_split, official_split_paths,
-                                   search_seeds, split_combinations, verify, write_split)
+from hoi_sg_dataset.splits import (
+    OFFICIAL_SEEDS,
+    assign_images,
+    combinations_of,
+    make_split,
+    official_split_paths,
+    search_seeds,
+    split_combinations,
+    verify,
+    write_split,
+)
 from hoi_sg_dataset.vocabulary import hico_hoi_classes
 
 HICO_COMBINATIONS = sorted((c.object_id, c.verb_id) for c in hico_hoi_classes())
@@ -55,8 +64,9 @@ def test_too_few_combinations_to_hold_out():
 
 
 def _image(name, boxes, hois):
-    return ImageRecord(name, [BoxAnnotation([0, 0, 10, 10], c) for c in boxes],
-                       [HoiAnnotation(s, o, v) for s, o, v in hois])
+    return ImageRecord(
+        name, [BoxAnnotation([0, 0, 10, 10], c) for c in boxes], [HoiAnnotation(s, o, v) for s, o, v in hois]
+    )
 
 
 def test_images_go_to_test_train_or_are_dropped_in_file_order():
@@ -82,14 +92,17 @@ def test_official_quirks_empty_images_to_test_and_no_object_hoi_takes_last_box()
 def test_without_quirks_no_object_hois_are_neutral():
     riding_and_standing = _image("COCO_val2014_000000000003.jpg", [1, 19], [(0, 1, 3), (0, -1, 1)])
     assert assign_images([], [riding_and_standing], {(19, 3)}, "vcoco", official_quirks=False)[1] == [
-        riding_and_standing]
+        riding_and_standing
+    ]
     assert assign_images([], [riding_and_standing], {(19, 3)}, "vcoco", official_quirks=True)[2] == 1
 
 
 def test_make_split_searches_a_seed_and_writes_official_names(tmp_path):
     objects, verbs = (2, 4, 19, 41), (37, 77, 9, 58)
-    records = [_image(f"HICO_train2015_{i:08d}.jpg", [1, o], [(0, 1, v)])
-               for i, (o, v) in enumerate((o, v) for o in objects for v in verbs)]
+    records = [
+        _image(f"HICO_train2015_{i:08d}.jpg", [1, o], [(0, 1, v)])
+        for i, (o, v) in enumerate((o, v) for o in objects for v in verbs)
+    ]
     split = make_split(records[:12], records[12:], "hico")
     assert split.seed >= 368 and verify(split.train_combinations, split.test_combinations)
     assert len(split.test_combinations) == 2 and len(split.test) == 2 and len(split.trainval) == 14

@@ -28,10 +28,18 @@ def test_stats_of_official_test_files_match_table_1(anchors_dir, name):
 @pytest.mark.anchors
 def test_vcoco_quirk_counts_of_sg1(anchors_dir):
     stats = split_stats(read_annotations(anchors_dir / "hoi_sg" / "test_vcoco_sg1.json"), "vcoco")
-    assert (stats.no_object_hois, stats.empty_images, stats.quirk_combinations, stats.boxes) == (715, 27, 3, 28378)
+    assert (stats.no_object_hois, stats.empty_images, stats.quirk_combinations, stats.boxes) == (
+        715,
+        27,
+        3,
+        28378,
+    )
     assert not {"stand", "walk", "run", "smile"} & set(stats.verbs)
 
 
 def test_combination_names_and_table():
     assert combination_names([(19, 3), (1, 4)], "vcoco") == ["ride_instr horse", "walk person"]
-    assert combination_table([(19, 77), (5, 112)], "hico") == [("9", "wash", "airplane"), ("140", "ride", "horse")]
+    assert combination_table([(19, 77), (5, 112)], "hico") == [
+        ("9", "wash", "airplane"),
+        ("140", "ride", "horse"),
+    ]
