@@ -2,26 +2,28 @@
 
 Three protocols, each reproducing an upstream evaluator:
 
-* ``hoi_map(..., protocol="qpic")`` — QPIC ``datasets/hico_eval.py``: per image, predictions in descending score
-  order (ties: file order, as Python's stable sort), top-100 cut; a prediction matches the GT HOI of the same verb
-  whose subject and object boxes both have IoU >= 0.5 (+1-pixel IoU, no overlap when ``x1 >= x2``, IoU 0 across
-  categories), the best being the largest min(subject IoU, object IoU) (first GT in file order on ties); it is a TP
-  if that GT was not matched before, else an FP — there is no fallback to a second GT (so of two identical GT HOIs
-  only the first can ever be matched, yet both count as GT, as upstream). Predictions whose predicted-label triplet
-  (subject category, object category, verb) never occurs in the GT are ignored. 11-point AP per GT triplet with
-  ``np.arange(0., 1.1, 0.1)`` thresholds after ``np.argsort(-score)`` (the same call, so ties resolve as upstream
-  does on the same numpy build), means with ``np.mean`` in first-appearance order of the triplets.
+* ``hoi_map(..., protocol="qpic")`` — QPIC ``datasets/hico_eval.py``: per image, predictions in descending
+  score order (ties: file order, as Python's stable sort), top-100 cut; a prediction matches the GT HOI of the
+  same verb whose subject and object boxes both have IoU >= 0.5 (+1-pixel IoU, no overlap when ``x1 >= x2``,
+  IoU 0 across categories), the best being the largest min(subject IoU, object IoU) (first GT in file order on
+  ties); it is a TP if that GT was not matched before, else an FP — there is no fallback to a second GT (so of
+  two identical GT HOIs only the first can ever be matched, yet both count as GT, as upstream). Predictions
+  whose predicted-label triplet (subject category, object category, verb) never occurs in the GT are ignored.
+  11-point AP per GT triplet with ``np.arange(0., 1.1, 0.1)`` thresholds after ``np.argsort(-score)`` (the
+  same call, so ties resolve as upstream does on the same numpy build), means with ``np.mean`` in
+  first-appearance order of the triplets.
 * ``hoi_map(..., protocol="ho-rcnn")`` — the official HICO-DET MATLAB code (``eval_one.m``): the fixed 600 HOI
-  classes, no per-image cap, IoU without categories (``iw = min(x2) - max(x1) + 1 > 0``), every GT pair its own
-  instance, stable sort of all detections of a class, thresholds ``0:0.1:1`` as MATLAB's colon operator builds
-  them, optional known-object mode.
-* ``vcoco_map`` — QPIC ``datasets/vcoco_eval.py``: GT without object (``object == -1``) is matched on the subject
-  alone, no triplet filter, AP per verb, ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24 fixed verbs
-  with absent ones counted as 0.
+  classes, no per-image cap, IoU without categories (``iw = min(x2) - max(x1) + 1 > 0``), every GT pair its
+  own instance, stable sort of all detections of a class, thresholds ``0:0.1:1`` as MATLAB's colon operator
+  builds them, optional known-object mode.
+* ``vcoco_map`` — QPIC ``datasets/vcoco_eval.py``: GT without object (``object == -1``) is matched on the
+  subject alone, no triplet filter, AP per verb, ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24
+  fixed verbs with absent ones counted as 0.
 
-Inputs are :class:`HoiSet` objects: the boxes and HOIs of every image of a test set, concatenated with offsets.
-The matching is done for all images at once (a join of predictions and GT HOIs on (image, verb)), which is what
-makes it fast; ``tests/hoi_sg_dataset/reference_hoi_map.py`` is the loop version it is tested against.
+Inputs are :class:`HoiSet` objects: the boxes and HOIs of every image of a test set, concatenated with
+offsets. The matching is done for all images at once (a join of predictions and GT HOIs on (image, verb)),
+which is what makes it fast; ``tests/hoi_sg_dataset/reference_hoi_map.py`` is the loop version it is tested
+against.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -43,12 +46,14 @@ IOU_THRESHOLD = 0.5
 QPIC_TOP_K = 100
 RARE_THRESHOLD = 10
 PERSON = 1
-# QPIC vcoco_eval.py ``thesis_map_indices``: the 24 verb roles reported in papers (no stand, walk, run, smile, point).
+# QPIC vcoco_eval.py ``thesis_map_indices``: the 24 verb roles reported in papers
+# (no stand, walk, run, smile, point).
 VCOCO_THESIS_VERBS = (0, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 27, 28)
 
 
 def _matlab_colon(start: float, step: float, stop: float) -> np.ndarray:
-    """``start:step:stop`` as MATLAB builds it: from the start for the first half, from the stop for the second.
+    """``start:step:stop`` as MATLAB builds it: from the start for the first half, from the stop for the
+    second.
 
     >>> [round(float(t), 17) for t in _matlab_colon(0.0, 0.1, 1.0)][5:8]
     [0.5, 0.6, 0.7]
@@ -68,11 +73,13 @@ class HoiSet:
     """Boxes and HOIs of every image of a test set (GT or predictions), concatenated over images.
 
     ``boxes`` (N×4 float64, xyxy pixels) and ``box_labels`` (N, raw COCO category ids) hold the boxes of image
-    ``i`` at rows ``box_offsets[i]:box_offsets[i+1]``; ``hois`` (M×3 int64: subject index, object index or -1 for
-    "no object", verb id) indexes the boxes *of its own image* and lies at rows ``hoi_offsets[i]:hoi_offsets[i+1]``;
-    ``scores`` (M float64) is set for predictions and ``None`` for GT. Build it with :meth:`from_images`.
+    ``i`` at rows ``box_offsets[i]:box_offsets[i+1]``; ``hois`` (M×3 int64: subject index, object index or -1
+    for "no object", verb id) indexes the boxes *of its own image* and lies at rows
+    ``hoi_offsets[i]:hoi_offsets[i+1]``; ``scores`` (M float64) is set for predictions and ``None`` for GT.
+    Build it with :meth:`from_images`.
 
-    >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]], hois=[[[0, 1, 37]]])
+    >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]],
+    ...                         hois=[[[0, 1, 37]]])
     >>> gt.num_images, gt.hois.tolist(), gt.scores is None
     (1, [[0, 1, 37]], True)
     """
@@ -102,7 +109,8 @@ class HoiSet:
         what: str | None = None,
     ) -> HoiSet:
         """Concatenate per-image lists (boxes, box labels, HOI index triples, and scores for predictions)."""
-        if not len(boxes) == len(box_labels) == len(hois) or (scores is not None and len(scores) != len(hois)):
+        lengths_differ = not len(boxes) == len(box_labels) == len(hois)
+        if lengths_differ or (scores is not None and len(scores) != len(hois)):
             raise PredictionError(
                 f"{what or 'HOI set'}: per-image lists differ in length (boxes {len(boxes)}, box_labels "
                 f"{len(box_labels)}, hois {len(hois)}{'' if scores is None else f', scores {len(scores)}'})")
@@ -111,7 +119,8 @@ class HoiSet:
         hoi_arrays = [np.asarray(h, dtype=np.int64).reshape(-1, 3) for h in hois]
         for i, (b, lab) in enumerate(zip(box_arrays, label_arrays)):
             if len(b) != len(lab):
-                raise PredictionError(f"{what or 'HOI set'}: image {i}: {len(b)} boxes but {len(lab)} box labels")
+                raise PredictionError(f"{what or 'HOI set'}: image {i}: {len(b)} boxes but "
+                                      f"{len(lab)} box labels")
         box_offsets = np.concatenate([[0], np.cumsum([len(b) for b in box_arrays])]).astype(np.int64)
         hoi_offsets = np.concatenate([[0], np.cumsum([len(h) for h in hoi_arrays])]).astype(np.int64)
         score_array = None
@@ -119,7 +128,8 @@ class HoiSet:
             score_arrays = [np.asarray(s, dtype=np.float64).reshape(-1) for s in scores]
             for i, (s, h) in enumerate(zip(score_arrays, hoi_arrays)):
                 if len(s) != len(h):
-                    raise PredictionError(f"{what or 'predictions'}: image {i}: {len(h)} HOIs but {len(s)} scores")
+                    raise PredictionError(f"{what or 'predictions'}: image {i}: {len(h)} HOIs but "
+                                          f"{len(s)} scores")
             score_array = np.concatenate(score_arrays) if score_arrays else np.zeros(0)
         return cls(
             boxes=np.concatenate(box_arrays) if box_arrays else np.zeros((0, 4)),
@@ -131,16 +141,29 @@ class HoiSet:
             what=what or ("references" if scores is None else "predictions"),
         )
 
-    def hoi_images(self) -> np.ndarray:
-        """Image index of every HOI row."""
-        return np.repeat(np.arange(self.num_images), np.diff(self.hoi_offsets))
+    @cached_property
+    def _hoi_images(self) -> np.ndarray:
+        images = np.repeat(np.arange(self.num_images), np.diff(self.hoi_offsets))
+        images.flags.writeable = False
+        return images
 
-    def hoi_box_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """Global box rows of every HOI's subject and object (object row -1 when the HOI has no object)."""
-        start = self.box_offsets[self.hoi_images()]
-        subject = start + self.hois[:, 0]
-        obj = np.where(self.hois[:, 1] >= 0, start + self.hois[:, 1], -1)
-        return subject, obj
+    def hoi_images(self) -> np.ndarray:
+        """Image index of every HOI row (read-only, computed once)."""
+        return self._hoi_images
+
+    def hoi_box_rows(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Global box rows of the subject and object of HOI ``rows`` (default all; object -1 if none)."""
+        images, hois = _take(self.hoi_images(), rows), _take(self.hois, rows)
+        start = self.box_offsets[images]
+        return start + hois[:, 0], np.where(hois[:, 1] >= 0, start + hois[:, 1], -1)
+
+
+def _take(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """``values[rows]``, without a copy when ``rows`` is None or every row in order (what ``kept_rows``
+    gives when nothing is cut)."""
+    if rows is None or (len(rows) == len(values) and (len(rows) == 0 or rows[-1] == len(rows) - 1)):
+        return values
+    return values[rows]
 
 
 def _image_of(offsets: np.ndarray, row: int) -> tuple[int, int]:
@@ -149,17 +172,19 @@ def _image_of(offsets: np.ndarray, row: int) -> tuple[int, int]:
 
 
 def _check_hoi_set(hoi_set: HoiSet) -> None:
-    """Raise ``PredictionError`` naming the image, HOI, field, expectation and value of the first bad entry."""
+    """Raise ``PredictionError`` naming image, HOI, field, expectation and value of the first bad entry."""
     what = hoi_set.what
     for name in ("box_offsets", "hoi_offsets"):
         offsets = np.asarray(getattr(hoi_set, name))
         if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or np.any(np.diff(offsets) < 0):
-            raise PredictionError(f"{what}: {name} must start at 0 and never decrease (found {offsets[:10].tolist()})")
+            raise PredictionError(f"{what}: {name} must start at 0 and never decrease "
+                                  f"(found {offsets[:10].tolist()})")
     if len(hoi_set.box_offsets) != len(hoi_set.hoi_offsets):
         raise PredictionError(f"{what}: box_offsets and hoi_offsets describe different numbers of images")
     boxes, labels, hois = hoi_set.boxes, hoi_set.box_labels, hoi_set.hois
     if boxes.shape != (hoi_set.box_offsets[-1], 4) or labels.shape != (hoi_set.box_offsets[-1],):
-        raise PredictionError(f"{what}: boxes {boxes.shape} and box_labels {labels.shape} do not match the offsets")
+        raise PredictionError(f"{what}: boxes {boxes.shape} and box_labels {labels.shape} do not match "
+                              "the offsets")
     if hois.shape != (hoi_set.hoi_offsets[-1], 3):
         raise PredictionError(f"{what}: hois {hois.shape} do not match hoi_offsets (expected M×3)")
     bad_box = np.flatnonzero(~np.isfinite(boxes).all(axis=1))
@@ -199,9 +224,10 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
 def pair_iou(gt: np.ndarray, pred: np.ndarray, *, rule: Literal["qpic", "matlab"] = "qpic") -> np.ndarray:
     """Elementwise IoU of ``gt[i]`` and ``pred[i]`` (both n×4 xyxy) with the +1-pixel convention.
 
-    ``rule="qpic"``: no overlap when ``min(x2) - max(x1) <= 0`` (QPIC ``compute_IOU``, so a one-pixel touch is 0);
-    ``rule="matlab"``: no overlap unless ``iw = min(x2) - max(x1) + 1 > 0`` (ho-rcnn ``VOCevaldet_bboxpair.m``).
-    The arithmetic follows the upstream order of operations, so values are bit-identical.
+    ``rule="qpic"``: no overlap when ``min(x2) - max(x1) <= 0`` (QPIC ``compute_IOU``, so a one-pixel touch is
+    0); ``rule="matlab"``: no overlap unless ``iw = min(x2) - max(x1) + 1 > 0`` (ho-rcnn
+    ``VOCevaldet_bboxpair.m``). The arithmetic follows the upstream order of operations, so values are
+    bit-identical.
 
     >>> a = np.array([[0., 0, 10, 10], [0, 0, 10, 10]]); b = np.array([[5., 0, 15, 10], [10, 0, 20, 10]])
     >>> pair_iou(a, b).round(4).tolist(), pair_iou(a, b, rule="matlab").round(4).tolist()
@@ -222,18 +248,17 @@ def pair_iou(gt: np.ndarray, pred: np.ndarray, *, rule: Literal["qpic", "matlab"
 
 
 def rank_predictions(predictions: HoiSet, top_k: int | None) -> np.ndarray:
-    """Rows of the predicted HOIs that are scored, image by image, each image in descending score order.
+    """Rows of the predicted HOIs in QPIC's processing order: image by image, descending score, top ``top_k``.
 
     Ties keep the file order (Python's stable ``sort(reverse=True)``, as QPIC and MATLAB's stable ``sort``);
-    ``top_k`` keeps the first ``top_k`` of each image (``None``: all).
+    ``top_k=None`` keeps all. The metrics use :func:`kept_rows` instead, which avoids sorting everything.
 
     >>> p = HoiSet.from_images(boxes=[[[0, 0, 1, 1]]], box_labels=[[1]], hois=[[[0, 0, 1]] * 3],
     ...                        scores=[[0.2, 0.9, 0.2]])
     >>> rank_predictions(p, None).tolist(), rank_predictions(p, 2).tolist()
     ([1, 0, 2], [1, 0])
     """
-    if predictions.scores is None:
-        raise PredictionError(f"{predictions.what}: predicted HOIs need scores (found none)")
+    _require_scores(predictions)
     images = predictions.hoi_images()
     order = np.lexsort((-predictions.scores, images))
     if top_k is None:
@@ -242,67 +267,120 @@ def rank_predictions(predictions: HoiSet, top_k: int | None) -> np.ndarray:
     return order[rank < top_k]
 
 
-def _join_on_image_and_verb(gt_keys: np.ndarray, pred_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """All (prediction position, GT row) pairs with equal keys; GT rows of one prediction in ascending order."""
+def _require_scores(predictions: HoiSet) -> None:
+    if predictions.scores is None:
+        raise PredictionError(f"{predictions.what}: predicted HOIs need scores (found none)")
+
+
+def kept_rows(predictions: HoiSet, top_k: int | None) -> np.ndarray:
+    """Rows, in file order, of the predicted HOIs that survive the per-image cut to the ``top_k`` best scores.
+
+    Same set as :func:`rank_predictions` (ties broken by file order), but only images with more than ``top_k``
+    HOIs are sorted.
+
+    >>> p = HoiSet.from_images(boxes=[[[0, 0, 1, 1]]], box_labels=[[1]], hois=[[[0, 0, 1]] * 3],
+    ...                        scores=[[0.2, 0.9, 0.2]])
+    >>> kept_rows(p, 2).tolist()
+    [0, 1]
+    """
+    _require_scores(predictions)
+    counts = np.diff(predictions.hoi_offsets)
+    total = int(predictions.hoi_offsets[-1])
+    if top_k is None or counts.max(initial=0) <= top_k:
+        return np.arange(total)
+    crowded = np.flatnonzero(counts > top_k)
+    sizes = counts[crowded]
+    first_rows = predictions.hoi_offsets[crowded] - np.cumsum(sizes) + sizes
+    rows = np.repeat(first_rows, sizes) + np.arange(sizes.sum())
+    images = np.repeat(crowded, sizes)
+    order = rows[np.lexsort((rows, -predictions.scores[rows], images))]
+    rank = np.arange(len(order)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    keep = np.ones(total, dtype=bool)
+    keep[order[rank >= top_k]] = False
+    return np.flatnonzero(keep)
+
+
+def _small_code_table(values: np.ndarray, universe: np.ndarray) -> np.ndarray:
+    """Code of each value in ``universe`` (its rank among the distinct universe values), -1 if absent."""
+    distinct = np.unique(universe)
+    if len(values) == 0 or len(distinct) == 0:
+        return np.full(len(values), -1, dtype=np.int64)
+    top = int(max(values.max(), distinct.max())) + 1
+    if top <= 1 << 22:
+        table = np.full(top, -1, dtype=np.int64)
+        table[distinct] = np.arange(len(distinct))
+        return table[values]
+    position = np.clip(np.searchsorted(distinct, values), 0, len(distinct) - 1)
+    return np.where(distinct[position] == values, position, -1)
+
+
+def _join(gt_keys: np.ndarray, pred_keys: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """All (prediction position, GT row) pairs with equal keys (< ``num_keys``; prediction key -1: none)."""
     gt_order = np.argsort(gt_keys, kind="stable")
-    sorted_keys = gt_keys[gt_order]
-    low = np.searchsorted(sorted_keys, pred_keys, side="left")
-    counts = np.searchsorted(sorted_keys, pred_keys, side="right") - low
+    valid = pred_keys >= 0
+    if num_keys <= max(1 << 24, 4 * len(pred_keys)):
+        counts_of_key = np.bincount(gt_keys, minlength=num_keys)
+        start_of_key = np.cumsum(counts_of_key) - counts_of_key
+        safe = np.where(valid, pred_keys, 0)
+        counts = np.where(valid, counts_of_key[safe], 0)
+        low = start_of_key[safe]
+    else:
+        sorted_keys = gt_keys[gt_order]
+        low = np.searchsorted(sorted_keys, pred_keys, side="left")
+        counts = np.where(valid, np.searchsorted(sorted_keys, pred_keys, side="right") - low, 0)
     pair_pred = np.repeat(np.arange(len(pred_keys)), counts)
     within = np.arange(len(pair_pred)) - np.repeat(np.cumsum(counts) - counts, counts)
-    pair_gt = gt_order[np.repeat(low, counts) + within]
-    return pair_pred, pair_gt
+    return pair_pred, gt_order[np.repeat(low, counts) + within]
 
 
 def match_predictions(
     references: HoiSet,
     predictions: HoiSet,
-    ranked: np.ndarray,
+    rows: np.ndarray,
     *,
     iou_rule: Literal["qpic", "matlab"] = "qpic",
     labels: Literal["boxes", "hoi_class"] = "boxes",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy matching of the ranked predicted HOIs to GT HOIs; returns ``(is_tp, matched_gt_row)`` per position.
+    """Greedy matching of the predicted HOIs ``rows`` to GT HOIs: ``(is_tp, best_gt_row)`` per ``rows`` entry.
 
-    A prediction's best GT is the same-verb GT HOI of its image with the largest min(subject IoU, object IoU)
-    among those with both IoUs >= 0.5 (subject IoU alone for a GT without object); first GT row wins ties. It is a
-    TP when no earlier prediction of the image took that GT. ``labels="boxes"`` scores IoU 0 between boxes of
-    different categories (QPIC); ``labels="hoi_class"`` ignores box categories but lets a prediction match only GT
-    of its own HOI class, i.e. the same object category (MATLAB, which evaluates class by class). Identical GT HOIs
-    have identical overlaps, so the first always wins: QPIC's ``vis_tag[gt_hois.index(best)]`` needs no special
-    case. ``matched_gt_row`` is -1 for predictions without any GT candidate.
+    Each image's predictions are processed in descending score order, ties in file order, whatever the order
+    of ``rows``. A prediction's best GT is the same-verb GT HOI of its image with the largest min(subject IoU,
+    object IoU) among those with both IoUs >= 0.5 (subject IoU alone for a GT without object); first GT row
+    wins ties. It is a TP when no earlier prediction of the image took that GT (the best GT does not depend on
+    which GT are taken, so the first claimant of each GT is its TP). ``labels="boxes"`` scores IoU 0 between
+    boxes of different categories (QPIC); ``labels="hoi_class"`` ignores box categories but lets a prediction
+    match only GT of its own HOI class, i.e. the same object category (MATLAB, which evaluates class by
+    class). Identical GT HOIs have identical overlaps, so the first always wins: QPIC's
+    ``vis_tag[gt_hois.index(best)]`` needs no special case. ``best_gt_row`` is -1 for predictions without any
+    GT candidate.
     """
-    n = len(ranked)
     if references.num_images != predictions.num_images:
         raise PredictionError(f"predictions cover {predictions.num_images} images but references "
                               f"{references.num_images}; give one entry (possibly empty) per reference image")
+    n = len(rows)
     gt_images = references.hoi_images()
-    pred_images = predictions.hoi_images()[ranked]
-    gt_sub, gt_obj = references.hoi_box_rows()
-    pred_sub, pred_obj = predictions.hoi_box_rows()
-    pred_sub, pred_obj = pred_sub[ranked], pred_obj[ranked]
-    gt_verbs, pred_verbs = references.hois[:, 2], predictions.hois[ranked, 2]
-    verbs, codes = np.unique(np.concatenate([gt_verbs, pred_verbs]), return_inverse=True)
-    num_codes = max(len(verbs), 1)
-    keys = np.concatenate([gt_images, pred_images]).astype(np.int64) * num_codes + codes
-    pair_pred, pair_gt = _join_on_image_and_verb(keys[: len(gt_verbs)], keys[len(gt_verbs):])
+    pred_images = _take(predictions.hoi_images(), rows)
+    gt_verbs = references.hois[:, 2]
+    verb_codes = _small_code_table(np.concatenate([gt_verbs, _take(predictions.hois, rows)[:, 2]]), gt_verbs)
+    num_codes = max(int(verb_codes.max(initial=-1)) + 1, 1)
+    gt_keys = gt_images * num_codes + verb_codes[: len(gt_verbs)]
+    pred_codes = verb_codes[len(gt_verbs):]
+    pred_keys = np.where(pred_codes >= 0, pred_images * num_codes + pred_codes, -1)
+    pair_pred, pair_gt = _join(gt_keys, pred_keys, references.num_images * num_codes)
 
-    ps, gs = pred_sub[pair_pred], gt_sub[pair_gt]
-    sub_iou = pair_iou(references.boxes[gs], predictions.boxes[ps], rule=iou_rule)
+    gt_sub, gt_obj = references.hoi_box_rows()
+    pred_sub, pred_obj = predictions.hoi_box_rows(rows[pair_pred])
+    gs, go = gt_sub[pair_gt], gt_obj[pair_gt]
+    sub_iou = pair_iou(references.boxes[gs], predictions.boxes[pred_sub], rule=iou_rule)
     if labels == "boxes":
-        sub_iou = np.where(references.box_labels[gs] == predictions.box_labels[ps], sub_iou, 0.0)
-    po, go = pred_obj[pair_pred], gt_obj[pair_gt]
-    has_obj = (po >= 0) & (go >= 0)
+        sub_iou = np.where(references.box_labels[gs] == predictions.box_labels[pred_sub], sub_iou, 0.0)
+    has_obj = (pred_obj >= 0) & (go >= 0)
     obj_iou = np.zeros(len(pair_pred))
     if has_obj.any():
-        rows_gt, rows_pred = go[has_obj], po[has_obj]
+        rows_gt, rows_pred = go[has_obj], pred_obj[has_obj]
         iou = pair_iou(references.boxes[rows_gt], predictions.boxes[rows_pred], rule=iou_rule)
         same_category = references.box_labels[rows_gt] == predictions.box_labels[rows_pred]
-        if labels == "boxes":
-            iou = np.where(same_category, iou, 0.0)
-        else:
-            iou = np.where(same_category, iou, -1.0)
-        obj_iou[has_obj] = iou
+        obj_iou[has_obj] = np.where(same_category, iou, 0.0 if labels == "boxes" else -1.0)
     no_gt_object = go < 0
     candidate = (sub_iou >= IOU_THRESHOLD) & (no_gt_object | (has_obj & (obj_iou >= IOU_THRESHOLD)))
     overlap = np.where(no_gt_object, sub_iou, np.minimum(sub_iou, obj_iou))
@@ -312,22 +390,46 @@ def match_predictions(
     pair_pred, pair_gt = pair_pred[order], pair_gt[order]
     first = np.ones(len(pair_pred), dtype=bool)
     first[1:] = pair_pred[1:] != pair_pred[:-1]
-    matched_pred, best_gt = pair_pred[first], pair_gt[first]
+    matched, best_gt = pair_pred[first], pair_gt[first]
 
-    matched_gt_row = np.full(n, -1, dtype=np.int64)
-    matched_gt_row[matched_pred] = best_gt
+    best_gt_row = np.full(n, -1, dtype=np.int64)
+    best_gt_row[matched] = best_gt
+    claim_order = np.lexsort((rows[matched], -predictions.scores[rows[matched]], best_gt))
+    claimed = best_gt[claim_order]
+    first_claim = np.ones(len(claimed), dtype=bool)
+    first_claim[1:] = claimed[1:] != claimed[:-1]
     is_tp = np.zeros(n, dtype=bool)
-    _, first_claim = np.unique(best_gt, return_index=True)
-    is_tp[matched_pred[first_claim]] = True
-    return is_tp, matched_gt_row
+    is_tp[matched[claim_order[first_claim]]] = True
+    return is_tp, best_gt_row
 
 
-def _eleven_point_ap(is_tp: np.ndarray, scores: np.ndarray, num_gt: int, thresholds: np.ndarray,
-                     stable: bool) -> tuple[float, float]:
-    """(11-point AP, max recall) of one class; ``stable`` picks MATLAB's stable sort over ``np.argsort(-score)``."""
+def _mixed_ties(sorted_scores: np.ndarray, sorted_tp: np.ndarray) -> bool:
+    """Whether some run of equal scores holds both TPs and FPs (only then can the tie order change the AP)."""
+    tied = sorted_scores[1:] == sorted_scores[:-1]
+    if not tied.any():
+        return False
+    starts = np.flatnonzero(np.concatenate([[True], ~tied]))
+    tp = sorted_tp.astype(np.int8)
+    return bool(np.any(np.maximum.reduceat(tp, starts) != np.minimum.reduceat(tp, starts)))
+
+
+def _eleven_point_ap(is_tp: np.ndarray, scores: np.ndarray, images: np.ndarray, rows: np.ndarray, num_gt: int,
+                     thresholds: np.ndarray, stable: bool) -> tuple[float, float]:
+    """(11-point AP, max recall) of one class from its counted predictions, given in file order.
+
+    ``stable``: MATLAB's stable sort of the detections (file order on ties). Otherwise QPIC's
+    ``np.argsort(-score)`` on the scores in the order QPIC appends them (image, descending score, file order)
+    — rebuilt only when a tie mixes TPs and FPs, since only then can the order of ties change the numbers.
+    """
     if len(is_tp) == 0 or num_gt == 0:
         return 0.0, 0.0
-    order = np.argsort(-scores, kind="stable") if stable else np.argsort(-scores)
+    if stable:
+        order = np.argsort(-scores, kind="stable")
+    else:
+        order = np.argsort(-scores)
+        if _mixed_ties(scores[order], is_tp[order]):
+            appended = np.lexsort((rows, -scores, images))
+            order = appended[np.argsort(-scores[appended])]
     tp_sorted = is_tp[order].astype(np.int64)
     tp = np.cumsum(tp_sorted)
     fp = np.cumsum(1 - tp_sorted)
@@ -341,45 +443,84 @@ def _eleven_point_ap(is_tp: np.ndarray, scores: np.ndarray, num_gt: int, thresho
     return float(ap), float(recall[-1])
 
 
-def _class_segments(class_ids: np.ndarray, num_classes: int) -> list[np.ndarray]:
-    """Positions of each class id, in ascending position order."""
-    order = np.argsort(class_ids, kind="stable")
+@dataclass(frozen=True)
+class _Scored:
+    """The counted predictions of a protocol by class: per class, file-order positions into the arrays."""
+
+    is_tp: np.ndarray
+    scores: np.ndarray
+    images: np.ndarray
+    rows: np.ndarray
+    segments: list[np.ndarray]
+
+    def ap(self, c: int, num_gt: int, thresholds: np.ndarray, stable: bool) -> tuple[float, float]:
+        s = self.segments[c]
+        return _eleven_point_ap(self.is_tp[s], self.scores[s], self.images[s], self.rows[s], num_gt,
+                                thresholds, stable)
+
+
+def _score_by_class(references: HoiSet, predictions: HoiSet, rows: np.ndarray, class_ids: np.ndarray,
+                    num_classes: int, **matching) -> _Scored:
+    """Match the predictions ``rows`` that belong to a class (``class_ids >= 0``) and group them by class.
+
+    Only those need matching: a prediction that matches a GT HOI always belongs to the GT's class (same verb,
+    same categories), so the ignored ones can neither be TPs nor take a GT from a counted one.
+    """
+    counted = class_ids >= 0
+    rows, class_ids = rows[counted], class_ids[counted]
+    is_tp, _ = match_predictions(references, predictions, rows, **matching)
+    sortable = class_ids.astype(np.int16) if num_classes < 1 << 15 else class_ids
+    order = np.argsort(sortable, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(class_ids, minlength=num_classes))])
-    return [order[bounds[c]: bounds[c + 1]] for c in range(num_classes)]
+    return _Scored(is_tp, predictions.scores[rows], predictions.hoi_images()[rows], rows,
+                   [order[bounds[c]: bounds[c + 1]] for c in range(num_classes)])
 
 
-def _encode_rows(rows: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """Index of each row of ``rows`` in ``table`` (k columns of non-negative ints), -1 where absent."""
-    if len(table) == 0:
-        return np.full(len(rows), -1, dtype=np.int64)
-    width = int(max(rows.max(initial=0), table.max(initial=0))) + 2
-    weights = width ** np.arange(rows.shape[1] - 1, -1, -1, dtype=np.int64)
-    table_keys, row_keys = table @ weights, rows @ weights
+def _class_table(columns: tuple[np.ndarray, ...], table: np.ndarray) -> np.ndarray:
+    """Index in ``table`` (T×k distinct rows of non-negative ints) of each row given as k columns, or -1."""
+    n = len(columns[0])
+    if len(table) == 0 or n == 0:
+        return np.full(n, -1, dtype=np.int64)
+    extent = [int(max(column.max(), table[:, k].max())) + 1 for k, column in enumerate(columns)]
+    if np.prod(np.array(extent, dtype=np.float64)) <= 1 << 24:
+        lookup = np.full(int(np.prod(extent)), -1, dtype=np.int64)
+        lookup[np.ravel_multi_index(tuple(table.T), extent)] = np.arange(len(table))
+        flat = columns[0].astype(np.int64)
+        for column, size in zip(columns[1:], extent[1:]):
+            flat = flat * size + column
+        return lookup[flat]
+    keys = np.column_stack(columns).astype(np.int64)
+    width = max(extent)
+    weights = width ** np.arange(keys.shape[1] - 1, -1, -1, dtype=np.int64)
+    table_keys, row_keys = table @ weights, keys @ weights
     order = np.argsort(table_keys, kind="stable")
     position = np.clip(np.searchsorted(table_keys[order], row_keys), 0, len(table) - 1)
-    found = table_keys[order][position] == row_keys
-    return np.where(found, order[position], -1)
+    return np.where(table_keys[order][position] == row_keys, order[position], -1)
+
+
+def _triplet_columns(hoi_set: HoiSet, rows: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Subject category, object category and verb of HOI ``rows`` (default all), from the box labels."""
+    subject, obj = hoi_set.hoi_box_rows(rows)
+    return hoi_set.box_labels[subject], hoi_set.box_labels[obj], _take(hoi_set.hois, rows)[:, 2]
 
 
 def _triplets(hoi_set: HoiSet, rows: np.ndarray | None = None) -> np.ndarray:
-    """(subject category, object category, verb) of HOI rows, from the set's own box labels."""
-    subject, obj = hoi_set.hoi_box_rows()
-    if rows is not None:
-        subject, obj = subject[rows], obj[rows]
-    verbs = hoi_set.hois[:, 2] if rows is None else hoi_set.hois[rows, 2]
-    return np.column_stack([hoi_set.box_labels[subject], hoi_set.box_labels[obj], verbs]).astype(np.int64)
+    """(subject category, object category, verb) rows of HOI ``rows``."""
+    return np.column_stack(_triplet_columns(hoi_set, rows)).astype(np.int64)
 
 
 def _require_objects(hoi_set: HoiSet) -> None:
     missing = np.flatnonzero(hoi_set.hois[:, 1] < 0)
     if missing.size:
         image, local = _image_of(hoi_set.hoi_offsets, missing[0])
-        raise PredictionError(f"{hoi_set.what}: image {image}: field 'hois[{local}].object': HICO-DET HOIs need an "
-                              "object (expected a box index, found -1; -1 is V-COCO's 'no object', use vcoco_map)")
+        raise PredictionError(f"{hoi_set.what}: image {image}: field 'hois[{local}].object': HICO-DET HOIs "
+                              "need an object (expected a box index, found -1; -1 is V-COCO's 'no object', "
+                              "use vcoco_map)")
 
 
 def triplet_counts(references: HoiSet) -> dict[tuple[int, int, int], int]:
-    """Number of GT instances of every (subject category, object category, verb) triplet (for rare / non-rare).
+    """Number of GT instances of every (subject category, object category, verb) triplet (rare / non-rare).
 
     >>> train = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]],
     ...                            hois=[[[0, 1, 37], [0, 1, 37]]])
@@ -417,14 +558,15 @@ def hoi_map(
 ) -> dict:
     """HICO-DET(-SG) HOI detection mAP.
 
-    Returns ``{"mAP", "mAP_rare", "mAP_non_rare", "mean_max_recall", "ap_per_triplet", "protocol", "num_classes",
-    "reasons"}``; ``ap_per_triplet`` is keyed ``"<subject category>_<object category>_<verb>"`` in raw ids. Rare
-    classes have fewer than 10 instances in ``train_references``; a mean with no class to average is ``None`` and
-    ``reasons[key]`` says why (on an SG test split no held-out combination occurs in training). ``top_k`` defaults
-    to 100 per image for "qpic" and no cut for "ho-rcnn"; ``known_object`` (ho-rcnn only) scores a class only on
-    images whose GT HOIs include its object category.
+    Returns ``{"mAP", "mAP_rare", "mAP_non_rare", "mean_max_recall", "ap_per_triplet", "protocol",
+    "num_classes", "reasons"}``; ``ap_per_triplet`` is keyed ``"<subject category>_<object category>_<verb>"``
+    in raw ids. Rare classes have fewer than 10 instances in ``train_references``; a mean with no class to
+    average is ``None`` and ``reasons[key]`` says why (on an SG test split no held-out combination occurs in
+    training). ``top_k`` defaults to 100 per image for "qpic" and no cut for "ho-rcnn"; ``known_object``
+    (ho-rcnn only) scores a class only on images whose GT HOIs include its object category.
 
-    >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]], hois=[[[0, 1, 37]]])
+    >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]],
+    ...                         hois=[[[0, 1, 37]]])
     >>> pred = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]],
     ...                           hois=[[[0, 1, 37], [0, 1, 9]]], scores=[[0.9, 0.8]])
     >>> result = hoi_map(gt, pred)
@@ -439,14 +581,13 @@ def hoi_map(
         raise ConfigError("option for protocol qpic", "known_object", ["top_k", "train_references"])
     _require_objects(references)
     _require_objects(predictions)
-    k = _resolve_top_k(top_k, protocol)
-    ranked = rank_predictions(predictions, k)
+    rows = kept_rows(predictions, _resolve_top_k(top_k, protocol))
     if protocol == "qpic":
-        return _qpic_hico(references, predictions, ranked, train_references)
-    return _ho_rcnn(references, predictions, ranked, train_references, known_object)
+        return _qpic_hico(references, predictions, rows, train_references)
+    return _ho_rcnn(references, predictions, rows, train_references, known_object)
 
 
-def _qpic_hico(references: HoiSet, predictions: HoiSet, ranked: np.ndarray, train: HoiSet | None) -> dict:
+def _qpic_hico(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train: HoiSet | None) -> dict:
     gt_triplets_all = _triplets(references)
     if len(gt_triplets_all):
         unique, first, inverse = np.unique(gt_triplets_all, axis=0, return_index=True, return_inverse=True)
@@ -457,17 +598,13 @@ def _qpic_hico(references: HoiSet, predictions: HoiSet, ranked: np.ndarray, trai
         num_gt = np.bincount(rank_of[inverse.reshape(-1)], minlength=len(unique))
     else:
         gt_triplets, num_gt = np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    is_tp, _ = match_predictions(references, predictions, ranked)
-    class_ids = _encode_rows(_triplets(predictions, ranked), gt_triplets)
-    scored = class_ids >= 0
-    segments = _class_segments(class_ids[scored], len(gt_triplets))
-    scores, is_tp = predictions.scores[ranked][scored], is_tp[scored]
+    class_ids = _class_table(_triplet_columns(predictions, rows), gt_triplets)
+    scored = _score_by_class(references, predictions, rows, class_ids, len(gt_triplets))
 
     counts = triplet_counts(train) if train is not None else None
     aps, recalls, rare, non_rare, per_triplet = [], [], [], [], {}
     for c, triplet in enumerate(gt_triplets):
-        ap, recall = _eleven_point_ap(is_tp[segments[c]], scores[segments[c]], int(num_gt[c]), ELEVEN_POINTS,
-                                      stable=False)
+        ap, recall = scored.ap(c, int(num_gt[c]), ELEVEN_POINTS, stable=False)
         aps.append(ap)
         recalls.append(recall)
         key = tuple(int(v) for v in triplet)
@@ -489,49 +626,49 @@ def _hoi_result(protocol, aps, recalls, rare, non_rare, per_triplet, why_rare, w
     m_rare, why_rare = _mean_or_reason(rare, why_rare)
     m_non_rare, why_non_rare = _mean_or_reason(non_rare, why_non_rare)
     m_recall, _ = _mean_or_reason(recalls, "")
-    reasons = {key: why for key, why in (("mAP", why_map), ("mAP_rare", why_rare), ("mAP_non_rare", why_non_rare))
-               if why is not None}
+    pairs = (("mAP", why_map), ("mAP_rare", why_rare), ("mAP_non_rare", why_non_rare))
+    reasons = {key: why for key, why in pairs if why is not None}
     return {"mAP": m_ap, "mAP_rare": m_rare, "mAP_non_rare": m_non_rare, "mean_max_recall": m_recall,
             "ap_per_triplet": per_triplet, "protocol": protocol, "num_classes": len(aps), "reasons": reasons}
 
 
-def _hoi_class_ids(lookup: dict[tuple[int, int], int], verbs: np.ndarray, objects: np.ndarray) -> np.ndarray:
+def _hoi_class_ids(verbs: np.ndarray, objects: np.ndarray) -> np.ndarray:
     """HICO HOI class index 0..599 of each (verb, object category), -1 for a combination outside the 600."""
-    table = np.array(sorted(lookup), dtype=np.int64).reshape(-1, 2)
-    ids = np.array([lookup[tuple(pair)] - 1 for pair in table.tolist()], dtype=np.int64)
-    found = _encode_rows(np.column_stack([verbs, objects]).astype(np.int64), table)
-    return np.where(found >= 0, ids[found], -1)
+    from hoi_sg_dataset.vocabulary import hico_hoi_classes
+
+    table = np.array([(c.verb_id, c.object_id) for c in hico_hoi_classes()], dtype=np.int64)
+    return _class_table((verbs, objects), table)
 
 
-def _ho_rcnn(references: HoiSet, predictions: HoiSet, ranked: np.ndarray, train: HoiSet | None,
+def _ho_rcnn(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train: HoiSet | None,
              known_object: bool) -> dict:
-    from hoi_sg_dataset.vocabulary import hico_hoi_classes, hico_hoi_lookup
+    from hoi_sg_dataset.vocabulary import hico_hoi_classes
 
-    classes, lookup = hico_hoi_classes(), hico_hoi_lookup()
-    gt_class = _hoi_class_ids(lookup, references.hois[:, 2], _triplets(references)[:, 1])
+    classes = hico_hoi_classes()
+    gt_triplets = _triplets(references)
+    gt_class = _hoi_class_ids(gt_triplets[:, 2], gt_triplets[:, 1])
     outside = int((gt_class < 0).sum())
     if outside:
-        logger.warning("%d GT HOIs are none of the 600 HICO-DET classes; the ho-rcnn protocol ignores them", outside)
+        logger.warning("%d GT HOIs are none of the 600 HICO-DET classes; the ho-rcnn protocol ignores them",
+                       outside)
     num_gt = np.bincount(gt_class[gt_class >= 0], minlength=len(classes))
-    is_tp, _ = match_predictions(references, predictions, ranked, iou_rule="matlab", labels="hoi_class")
-    pred_triplets = _triplets(predictions, ranked)
-    class_ids = _hoi_class_ids(lookup, pred_triplets[:, 2], pred_triplets[:, 1])
+    _, pred_objects, pred_verbs = _triplet_columns(predictions, rows)
+    class_ids = _hoi_class_ids(pred_verbs, pred_objects)
     if known_object:
-        gt_objects = np.column_stack([references.hoi_images(), _triplets(references)[:, 1]])
-        pred_objects = np.column_stack([predictions.hoi_images()[ranked], pred_triplets[:, 1]])
-        class_ids = np.where(_encode_rows(pred_objects, np.unique(gt_objects, axis=0)) >= 0, class_ids, -1)
-    scored = class_ids >= 0
-    segments = _class_segments(class_ids[scored], len(classes))
-    scores, is_tp = predictions.scores[ranked][scored], is_tp[scored]
+        gt_objects = np.unique(np.column_stack([references.hoi_images(), gt_triplets[:, 1]]), axis=0)
+        known = _class_table((predictions.hoi_images()[rows], pred_objects), gt_objects) >= 0
+        class_ids = np.where(known, class_ids, -1)
+    scored = _score_by_class(references, predictions, rows, class_ids, len(classes), iou_rule="matlab",
+                             labels="hoi_class")
     counts = None
     if train is not None:
         _require_objects(train)
-        train_class = _hoi_class_ids(lookup, train.hois[:, 2], _triplets(train)[:, 1])
+        train_triplets = _triplets(train)
+        train_class = _hoi_class_ids(train_triplets[:, 2], train_triplets[:, 1])
         counts = np.bincount(train_class[train_class >= 0], minlength=len(classes))
     aps, recalls, rare, non_rare, per_triplet = [], [], [], [], {}
     for c, hoi_class in enumerate(classes):
-        ap, recall = _eleven_point_ap(is_tp[segments[c]], scores[segments[c]], int(num_gt[c]),
-                                      MATLAB_ELEVEN_POINTS, stable=True)
+        ap, recall = scored.ap(c, int(num_gt[c]), MATLAB_ELEVEN_POINTS, stable=True)
         aps.append(ap)
         recalls.append(recall)
         per_triplet[f"{PERSON}_{hoi_class.object_id}_{hoi_class.verb_id}"] = ap
@@ -544,29 +681,27 @@ def _ho_rcnn(references: HoiSet, predictions: HoiSet, ranked: np.ndarray, train:
 def vcoco_map(references: HoiSet, predictions: HoiSet, *, top_k: int | None | str = "default") -> dict:
     """V-COCO(-SG) role mAP as QPIC's ``vcoco_eval.py`` computes it.
 
-    Returns ``{"mAP_all", "mAP_thesis", "mAP_thesis_present", "ap_per_verb", "reasons"}``: ``mAP_all`` averages
-    the verbs that have GT; ``mAP_thesis`` averages the 24 thesis verbs counting a verb without GT as 0, as
-    upstream does; ``mAP_thesis_present`` (ours, not upstream) averages only the thesis verbs that have GT.
-    ``top_k`` defaults to 100 per image.
+    Returns ``{"mAP_all", "mAP_thesis", "mAP_thesis_present", "ap_per_verb", "reasons"}``: ``mAP_all``
+    averages the verbs that have GT; ``mAP_thesis`` averages the 24 thesis verbs counting a verb without GT as
+    0, as upstream does; ``mAP_thesis_present`` (ours, not upstream) averages only the thesis verbs that have
+    GT. ``top_k`` defaults to 100 per image.
 
     >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 37]],
     ...                         hois=[[[0, 1, 0], [0, -1, 1]]])
-    >>> pred = HoiSet.from_images(boxes=[[[0, 0, 9, 9]]], box_labels=[[1]], hois=[[[0, -1, 1]]], scores=[[0.5]])
+    >>> pred = HoiSet.from_images(boxes=[[[0, 0, 9, 9]]], box_labels=[[1]], hois=[[[0, -1, 1]]],
+    ...                           scores=[[0.5]])
     >>> result = vcoco_map(gt, pred)
     >>> result["ap_per_verb"], round(result["mAP_all"], 6), result["mAP_thesis"]
     ({'0': 0.0, '1': 1.0000000000000002}, 0.5, 0.0)
     """
-    ranked = rank_predictions(predictions, _resolve_top_k(top_k, "qpic"))
-    is_tp, _ = match_predictions(references, predictions, ranked)
-    verbs = predictions.hois[ranked, 2]
-    num_gt = np.bincount(references.hois[:, 2], minlength=int(verbs.max(initial=0)) + 1)
+    rows = kept_rows(predictions, _resolve_top_k(top_k, "qpic"))
+    num_gt = np.bincount(references.hois[:, 2])
     present = np.flatnonzero(num_gt)
-    scores = predictions.scores[ranked]
+    class_ids = _small_code_table(predictions.hois[rows, 2], present)
+    scored = _score_by_class(references, predictions, rows, class_ids, len(present))
     ap_per_verb: dict[int, float] = {}
-    for verb in present:
-        chosen = np.flatnonzero(verbs == verb)
-        ap_per_verb[int(verb)], _ = _eleven_point_ap(is_tp[chosen], scores[chosen], int(num_gt[verb]),
-                                                     ELEVEN_POINTS, stable=False)
+    for c, verb in enumerate(present):
+        ap_per_verb[int(verb)], _ = scored.ap(c, int(num_gt[verb]), ELEVEN_POINTS, stable=False)
     m_all, why_all = _mean_or_reason(list(ap_per_verb.values()), "the references hold no HOI")
     thesis = [ap_per_verb.get(v, 0) for v in VCOCO_THESIS_VERBS]
     thesis_present = [ap_per_verb[v] for v in VCOCO_THESIS_VERBS if v in ap_per_verb]

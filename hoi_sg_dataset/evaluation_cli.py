@@ -18,9 +18,9 @@ VCOCO_MAP_KEYS = ("mAP_all", "mAP_thesis", "mAP_thesis_present")
 
 def register(registry: Registry) -> None:
     """Add the HOI metric commands and demo steps to ``registry``."""
-    registry.add_command(Command("evaluate", "hoi_map", "HICO-DET(-SG) HOI detection mAP of a PPDM/QPIC prediction file",
+    registry.add_command(Command("evaluate", "hoi_map", "HICO-DET(-SG) HOI mAP of a prediction file",
                                  _configure_hoi_map, _run_hoi_map))
-    registry.add_command(Command("evaluate", "vcoco_map", "V-COCO(-SG) role mAP of a PPDM/QPIC prediction file",
+    registry.add_command(Command("evaluate", "vcoco_map", "V-COCO(-SG) role mAP of a prediction file",
                                  _configure_vcoco_map, _run_vcoco_map))
     registry.add_demo_step(DemoStep("hoi_sg: score a simple rule with hoi_map and vcoco_map", 30, run_demo))
 
@@ -28,7 +28,8 @@ def register(registry: Registry) -> None:
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--references", type=Path, required=True, help="GT annotation file (PPDM/QPIC JSON)")
     parser.add_argument("--predictions", type=Path, required=True,
-                        help="prediction file: JSON list of {file_name, predictions, hoi_prediction} (.json or .json.gz)")
+                        help="PPDM/QPIC prediction file: JSON list of {file_name, predictions, "
+                             "hoi_prediction} (.json or .json.gz)")
     parser.add_argument("--top-k", type=_top_k, default="default", metavar="N|none",
                         help="per-image cut by score (default: 100 for qpic, none for ho-rcnn)")
     parser.add_argument("--output", type=Path, help="write the result as JSON here")
@@ -127,7 +128,7 @@ def run_demo(context: DemoContext) -> None:
     from hoi_sg_dataset.samples import sample_plan
     from hoi_sg_dataset.splits import make_split
 
-    base = context.out_dir / "hoi_sg_metrics"
+    base = context.out_dir / BENCHMARK / "metrics"
     plan = sample_plan()
     for dataset, trainval, test, seed in (("hico", plan.hico_trainval, plan.hico_test, 368),
                                           ("vcoco", plan.vcoco_trainval, plan.vcoco_test, 564)):
@@ -136,8 +137,10 @@ def run_demo(context: DemoContext) -> None:
         test_path = write_annotations(base / f"test_{dataset}_sg1.json", split.test, dataset)
         pred_path = write_json_atomic(base / f"predictions_{dataset}_sg1.json",
                                       verb_prior_predictions(split.trainval, split.test))
-        context.say(f"{dataset} split sg1 (seed {seed}): {len(split.test)} test images, "
-                    f"{len(split.test_combinations)} held-out combinations; verb-prior predictions in {pred_path.name}")
+        held_out = len(split.test_combinations)
+        total = held_out + len(split.train_combinations)
+        context.say(f"{dataset} split sg1 (seed {seed}): {len(split.test)} test images, {held_out} of "
+                    f"{total} combinations held out; verb-prior predictions in {pred_path.name}")
         if dataset == "hico":
             for protocol in ("qpic", "ho-rcnn"):
                 result = hoi_map_files(test_path, pred_path, train_references=train_path, protocol=protocol)
@@ -148,7 +151,8 @@ def run_demo(context: DemoContext) -> None:
                 context.result(f"{BENCHMARK}/hico_split1", "test", f"hoi_map mAP ({protocol})", result["mAP"])
         else:
             result = vcoco_map_files(test_path, pred_path)
-            context.say(f"hoi-bench evaluate vcoco_map --references {test_path.name} --predictions {pred_path.name}")
+            context.say(f"hoi-bench evaluate vcoco_map --references {test_path.name} "
+                        f"--predictions {pred_path.name}")
             for line in vcoco_map_table(result).splitlines():
                 context.say(f"  {line}")
             context.result(f"{BENCHMARK}/vcoco_split1", "test", "vcoco_map mAP_all", result["mAP_all"])

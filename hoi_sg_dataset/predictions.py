@@ -33,7 +33,7 @@ from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
 
 @dataclass(frozen=True)
 class ImagePredictions:
-    """The predictions of one image: boxes (K×4), their raw COCO ids, HOIs (subject, object, verb) and scores."""
+    """One image's predictions: boxes (K×4), their raw COCO ids, HOIs (subject, object, verb) and scores."""
 
     file_name: str
     boxes: np.ndarray
@@ -72,7 +72,8 @@ def parse_predictions(data: Any, dataset: str | None = None, *, source: str = "<
     """Validate decoded prediction JSON and convert each entry to arrays.
 
     >>> entry = {"file_name": "HICO_test2015_00000001.jpg",
-    ...          "predictions": [{"bbox": [0, 0, 9, 9], "category_id": 1}, {"bbox": [2, 2, 8, 8], "category_id": 47}],
+    ...          "predictions": [{"bbox": [0, 0, 9, 9], "category_id": 1},
+    ...                          {"bbox": [2, 2, 8, 8], "category_id": 47}],
     ...          "hoi_prediction": [{"subject_id": 0, "object_id": 1, "category_id": 37, "score": 0.5}]}
     >>> parse_predictions([entry])[0].hois.tolist()
     [[0, 1, 37]]
@@ -80,7 +81,8 @@ def parse_predictions(data: Any, dataset: str | None = None, *, source: str = "<
     >>> parse_predictions([entry], source="pred.json")
     Traceback (most recent call last):
     ...
-    hoi_bench.errors.FormatError: pred.json: record 0: field 'hoi_prediction[0].object_id': index past the box list of HICO_test2015_00000001.jpg (expected 0 <= object_id < 2, found 2)
+    hoi_bench.errors.FormatError: pred.json: record 0: field 'hoi_prediction[0].object_id': index past the box
+    list of HICO_test2015_00000001.jpg (expected 0 <= object_id < 2, found 2)
     """
     if not isinstance(data, list):
         raise FormatError(source, "a prediction file is a JSON list of image entries", expected="list",
@@ -90,7 +92,8 @@ def parse_predictions(data: Any, dataset: str | None = None, *, source: str = "<
         dataset = detect_dataset(first) if isinstance(first, str) else None
         dataset = dataset or "hico"
     if dataset not in DATASETS:
-        raise FormatError(source, "unknown dataset", field="dataset", expected=" or ".join(DATASETS), found=dataset)
+        raise FormatError(source, "unknown dataset", field="dataset", expected=" or ".join(DATASETS),
+                          found=dataset)
     checker = _EntryChecker(source, dataset)
     return [checker.entry(index, raw) for index, raw in enumerate(data)]
 
@@ -119,14 +122,16 @@ class _EntryChecker:
             raise self.fail(index, "file_name", "missing or empty image file name", "non-empty string", name)
         boxes = raw.get("predictions")
         if type(boxes) is not list:
-            raise self.fail(index, "predictions", f"box list of {name} is missing or not a list", "list", boxes)
+            raise self.fail(index, "predictions", f"box list of {name} is missing or not a list", "list",
+                            boxes)
         box_rows, labels = [], []
         for k, box in enumerate(boxes):
             where = f"predictions[{k}]"
             if type(box) is not dict:
                 raise self.fail(index, where, "a box is a JSON object", "object", box)
             bbox, category = box.get("bbox"), box.get("category_id")
-            if type(bbox) is not list or len(bbox) != 4 or not all(_number(v) and math.isfinite(v) for v in bbox):
+            finite = type(bbox) is list and all(_number(v) and math.isfinite(v) for v in bbox)
+            if not finite or len(bbox) != 4:
                 raise self.fail(index, f"{where}.bbox", f"malformed box in {name}",
                                 "[x1, y1, x2, y2] of 4 finite numbers", bbox)
             if type(category) is not int or category not in self.objects:
@@ -136,18 +141,20 @@ class _EntryChecker:
             labels.append(category)
         hois = raw.get("hoi_prediction")
         if type(hois) is not list:
-            raise self.fail(index, "hoi_prediction", f"HOI list of {name} is missing or not a list", "list", hois)
+            raise self.fail(index, "hoi_prediction", f"HOI list of {name} is missing or not a list", "list",
+                            hois)
         triples, scores = [], []
         low = -1 if self.no_object else 0
         for k, hoi in enumerate(hois):
             where = f"hoi_prediction[{k}]"
             if type(hoi) is not dict:
                 raise self.fail(index, where, "an HOI prediction is a JSON object", "object", hoi)
-            subject, obj, verb, score = (hoi.get(key) for key in ("subject_id", "object_id", "category_id", "score"))
+            keys = ("subject_id", "object_id", "category_id", "score")
+            subject, obj, verb, score = (hoi.get(key) for key in keys)
             for key, value in (("subject_id", subject), ("object_id", obj), ("category_id", verb)):
                 if type(value) is not int:
-                    raise self.fail(index, f"{where}.{key}", f"HOI field of {name} is missing or not an integer",
-                                    "int", value)
+                    raise self.fail(index, f"{where}.{key}",
+                                    f"HOI field of {name} is missing or not an integer", "int", value)
             if not 0 <= subject < len(box_rows):
                 raise self.fail(index, f"{where}.subject_id", f"index past the box list of {name}",
                                 f"0 <= subject_id < {len(box_rows)}", subject)
@@ -183,7 +190,7 @@ def reference_set(records: Sequence[ImageRecord]) -> HoiSet:
 
 def prediction_set(records: Sequence[ImageRecord], predictions: Sequence[ImagePredictions],
                    source: str = "<predictions>") -> HoiSet:
-    """Predictions aligned with the GT ``records`` by file name (a GT image without an entry predicts nothing).
+    """Predictions aligned with the GT ``records`` by file name (a GT image without entry predicts nothing).
 
     Raises ``PredictionError`` for an entry whose image is not in the GT and for two entries of one image.
     """
@@ -193,7 +200,8 @@ def prediction_set(records: Sequence[ImageRecord], predictions: Sequence[ImagePr
         image = position.get(entry.file_name)
         if image is None:
             raise PredictionError(f"{source}: record {index}: field 'file_name': image not in the references "
-                                  f"(expected one of the {len(records)} GT file names, found {entry.file_name!r})")
+                                  f"(expected one of the {len(records)} GT file names, "
+                                  f"found {entry.file_name!r})")
         if aligned[image] is not None:
             raise PredictionError(f"{source}: record {index}: field 'file_name': second entry for one image "
                                   f"(expected one entry per image, found {entry.file_name!r} again)")
@@ -218,15 +226,16 @@ def prediction_json(predictions: HoiSet, file_names: Sequence[str]) -> list[dict
             "file_name": name,
             "predictions": [{"bbox": [float(v) for v in box], "category_id": int(label)}
                             for box, label in zip(predictions.boxes[b0:b1], predictions.box_labels[b0:b1])],
-            "hoi_prediction": [{"subject_id": int(s), "object_id": int(o), "category_id": int(v), "score": float(p)}
-                               for (s, o, v), p in zip(predictions.hois[h0:h1], predictions.scores[h0:h1])],
+            "hoi_prediction": [
+                {"subject_id": int(s), "object_id": int(o), "category_id": int(v), "score": float(p)}
+                for (s, o, v), p in zip(predictions.hois[h0:h1], predictions.scores[h0:h1])],
         })
     return out
 
 
 def load_sets(references: str | os.PathLike, predictions: str | os.PathLike, dataset: str
               ) -> tuple[HoiSet, HoiSet, list[ImageRecord]]:
-    """Read a GT file and a prediction file of ``dataset`` and return ``(references, predictions, GT records)``."""
+    """Read a GT file and a prediction file of ``dataset``: ``(references, predictions, GT records)``."""
     from hoi_sg_dataset.formats import read_annotations
 
     records = read_annotations(references, dataset)
@@ -236,7 +245,7 @@ def load_sets(references: str | os.PathLike, predictions: str | os.PathLike, dat
 
 def hoi_map_files(references: str | os.PathLike, predictions: str | os.PathLike, *,
                   train_references: str | os.PathLike | None = None, **options: Any) -> dict:
-    """``evaluation.hoi_map`` on a HICO-DET(-SG) GT file and a prediction file (``options``: protocol, top_k, ...)."""
+    """``evaluation.hoi_map`` of a HICO-DET(-SG) GT file and a prediction file (``options``: protocol...)."""
     from hoi_sg_dataset.evaluation import hoi_map
     from hoi_sg_dataset.formats import read_annotations
 
@@ -259,12 +268,13 @@ def verb_prior_predictions(train: Sequence[ImageRecord], test: Sequence[ImageRec
 
     Every (subject, object) box pair of a test image's GT boxes (moved by up to ``jitter`` pixels) gets every
     training verb, scored by the verb's training frequency (ignoring the object category, so held-out
-    combinations are reachable) times ``1 / (1 + d)``, ``d`` the centre distance in subject heights. Subjects are
-    the persons; each person also gets every verb seen without object in training (``object_id = -1``, V-COCO).
+    combinations are reachable) times ``1 / (1 + d)``, ``d`` the centre distance in subject heights. Subjects
+    are the persons; each person also gets every verb seen without object in training (``object_id = -1``,
+    V-COCO).
 
     >>> from hoi_sg_dataset.formats import BoxAnnotation, HoiAnnotation, ImageRecord
-    >>> r = ImageRecord("HICO_test2015_00000001.jpg", [BoxAnnotation([0, 0, 9, 19], 1), BoxAnnotation([5, 5, 9, 9], 47)],
-    ...                 [HoiAnnotation(0, 1, 37)])
+    >>> boxes = [BoxAnnotation([0, 0, 9, 19], 1), BoxAnnotation([5, 5, 9, 9], 47)]
+    >>> r = ImageRecord("HICO_test2015_00000001.jpg", boxes, [HoiAnnotation(0, 1, 37)])
     >>> entry = verb_prior_predictions([r], [r], jitter=0)[0]
     >>> [(h["subject_id"], h["object_id"], h["category_id"]) for h in entry["hoi_prediction"]]
     [(0, 1, 37)]
@@ -292,8 +302,8 @@ def verb_prior_predictions(train: Sequence[ImageRecord], test: Sequence[ImageRec
                 if o == s:
                     continue
                 closeness = 1.0 / (1.0 + float(np.linalg.norm(centres[o] - centres[s])) / height)
-                hois += [{"subject_id": int(s), "object_id": o, "category_id": verb, "score": float(p * closeness)}
-                         for verb, p in prior.items() if verb in with_object]
+                hois += [{"subject_id": int(s), "object_id": o, "category_id": verb,
+                          "score": float(p * closeness)} for verb, p in prior.items() if verb in with_object]
             hois += [{"subject_id": int(s), "object_id": -1, "category_id": verb, "score": float(prior[verb])}
                      for verb in sorted(no_object)]
         entries.append({

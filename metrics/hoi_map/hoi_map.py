@@ -1,4 +1,5 @@
-"""HICO-DET / HICO-DET-SG HOI detection mAP as an ``evaluate`` metric (thin wrapper over hoi_sg_dataset.evaluation)."""
+"""HICO-DET / HICO-DET-SG HOI detection mAP as an ``evaluate`` metric:
+a thin wrapper over ``hoi_sg_dataset.evaluation``."""
 
 import datasets
 import evaluate
@@ -8,9 +9,9 @@ from hoi_sg_dataset.evaluation import HoiSet, hoi_map
 
 _CITATION = """\
 @inproceedings{tamura2021qpic,
-  title={QPIC: Query-Based Pairwise Human-Object Interaction Detection with Image-Wide Contextual Information},
-  author={Tamura, Masato and Ohashi, Hiroki and Yoshinaga, Tomoaki},
-  booktitle={CVPR}, year={2021}
+  title={QPIC: Query-Based Pairwise Human-Object Interaction Detection with Image-Wide Contextual
+  Information}, author={Tamura, Masato and Ohashi, Hiroki and Yoshinaga, Tomoaki}, booktitle={CVPR},
+  year={2021}
 }
 @inproceedings{chao2018learning,
   title={Learning to Detect Human-Object Interactions},
@@ -18,7 +19,8 @@ _CITATION = """\
   booktitle={WACV}, year={2018}
 }
 @article{takemoto2023hoisg,
-  title={HICO-DET-SG and V-COCO-SG: New Data Splits for Evaluating the Systematic Generalization Performance of
+  title={HICO-DET-SG and V-COCO-SG: New Data Splits for Evaluating the Systematic Generalization Performance
+  of
          Human-Object Interaction Detection Models},
   author={Takemoto, Kentaro and Yamada, Moyuru and Sasaki, Tomotake and Akima, Hisanao},
   journal={arXiv preprint arXiv:2305.09948}, year={2023}
@@ -27,8 +29,9 @@ _CITATION = """\
 
 _DESCRIPTION = """\
 HOI detection mAP on HICO-DET and HICO-DET-SG. protocol="qpic" (default) reproduces QPIC's hico_eval.py to the
-last digit (top-100 per image, predicted-label triplets absent from the GT ignored, 11-point AP per GT triplet);
-protocol="ho-rcnn" follows the official MATLAB evaluation (fixed 600 classes, no cap, optional known-object mode).
+last digit (top-100 per image, predicted-label triplets absent from the GT ignored, 11-point AP per GT
+triplet); protocol="ho-rcnn" follows the official MATLAB evaluation (fixed 600 classes, no cap, optional
+known-object mode).
 """
 
 _KWARGS_DESCRIPTION = """
@@ -40,7 +43,8 @@ Args:
     train_references: optional list of reference dicts of the training split; rare = fewer than 10 instances.
     top_k: per-image cut by score; "default" = 100 for qpic, none for ho-rcnn; None = no cut.
     known_object: ho-rcnn only; score each class only on images whose GT has its object category.
-    prediction_set, reference_set: fast route for large inputs: ``hoi_sg_dataset.evaluation.HoiSet`` arrays passed
+    prediction_set, reference_set: fast route for large inputs: ``hoi_sg_dataset.evaluation.HoiSet`` arrays
+    passed
         as keyword arguments, with predictions = references = list(range(number of images)).
 Returns:
     mAP, mAP_rare, mAP_non_rare, mean_max_recall (None where nothing to average; see "reasons"),
@@ -95,7 +99,8 @@ class HoiMap(evaluate.Metric):
                     "predictions": dict(_IMAGE, scores=datasets.List(datasets.Value("float64"))),
                     "references": dict(_IMAGE),
                 }),
-                datasets.Features({"predictions": datasets.Value("int64"), "references": datasets.Value("int64")}),
+                datasets.Features({"predictions": datasets.Value("int64"),
+                                   "references": datasets.Value("int64")}),
             ],
             reference_urls=["https://github.com/hitachi-rd-cv/qpic", "https://github.com/ywchao/ho-rcnn",
                             "https://github.com/FujitsuResearch/hoi_sg"],
@@ -113,4 +118,4 @@ class HoiMap(evaluate.Metric):
                 train_references, "train_references", False)
         result = hoi_map(ref, pred, protocol=protocol, train_references=train, top_k=top_k,
                          known_object=known_object)
-        return {key: (float(value) if isinstance(value, np.floating) else value) for key, value in result.items()}
+        return {key: float(v) if isinstance(v, np.floating) else v for key, v in result.items()}

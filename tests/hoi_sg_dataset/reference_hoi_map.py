@@ -1,9 +1,10 @@
 """Clean-room loop reference of the HOI mAP protocols, written from the prose of the upstream evaluators.
 
 Written independently of ``hoi_sg_dataset.evaluation`` from ``shared/reference/hoi_sg.md`` §3-§4 (QPIC
-``hico_eval.py`` / ``vcoco_eval.py`` and the ho-rcnn MATLAB rules): plain Python loops over per-image records in
-the PPDM/QPIC layout, image by image, prediction by prediction, GT by GT. Slow on purpose; the property tests
-check that the vectorized implementation gives exactly the same numbers, and the speed benchmark measures against it.
+``hico_eval.py`` / ``vcoco_eval.py`` and the ho-rcnn MATLAB rules): plain Python loops over per-image records
+in the PPDM/QPIC layout, image by image, prediction by prediction, GT by GT. Slow on purpose; the property
+tests check that the vectorized implementation gives exactly the same numbers, and the speed benchmark
+measures against it.
 
 GT record: ``{"annotations": [{"bbox", "category_id"}], "hoi_annotation": [{"subject_id", "object_id",
 "category_id"}]}``; prediction record: ``{"predictions": [...], "hoi_prediction": [{..., "score"}]}``; the two

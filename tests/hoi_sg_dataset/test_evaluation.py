@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from hoi_bench.errors import ConfigError, PredictionError
-from hoi_sg_dataset.evaluation import HoiSet, hoi_map, match_predictions, pair_iou, rank_predictions, vcoco_map
+from hoi_sg_dataset.evaluation import (
+    HoiSet,
+    hoi_map,
+    match_predictions,
+    pair_iou,
+    rank_predictions,
+    vcoco_map,
+)
 from hoi_sg_dataset.vocabulary import hico_hoi_classes
 from tests.hoi_sg_dataset import reference_hoi_map as reference
 
@@ -210,3 +217,37 @@ def test_bad_calls_raise_clear_errors():
         vcoco_map(gt, pred, top_k=0)
     with pytest.raises(PredictionError, match="need scores"):
         vcoco_map(gt, gt)
+
+
+@pytest.mark.anchors
+@pytest.mark.parametrize("name, dataset", [("test_hico_sg3.json", "hico"), ("test_vcoco_sg2.json", "vcoco")])
+def test_real_sg_test_file_with_noisy_predictions_equals_the_loop_reference(anchors_dir, name, dataset):
+    """An official SG test file as GT, 12 predictions per image (GT HOIs on jittered boxes, random pairs, tied
+    scores): every number equals the clean-room loop reference."""
+    from hoi_sg_dataset.formats import read_annotations
+    from hoi_sg_dataset.predictions import parse_predictions, prediction_set, reference_set
+
+    records = read_annotations(anchors_dir / "hoi_sg" / name, dataset)
+    rng = np.random.default_rng(3)
+    verbs = sorted({h.category_id for r in records for h in r.hoi_annotation})
+    entries, gt_json = [], []
+    for r in records:
+        boxes = r.boxes + rng.integers(-6, 7, size=r.boxes.shape)
+        boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2])
+        hois = [(h.subject_id, h.object_id, h.category_id) for h in r.hoi_annotation]
+        while len(hois) < 12 and len(boxes):
+            hois.append((int(rng.integers(len(boxes))), int(rng.integers(len(boxes))), int(rng.choice(verbs))))
+        entries.append({"file_name": r.file_name,
+                        "predictions": [{"bbox": b.tolist(), "category_id": int(c)} for b, c in zip(boxes, r.box_labels)],
+                        "hoi_prediction": [{"subject_id": s, "object_id": o, "category_id": v,
+                                            "score": float(rng.choice([0.25, 0.5, 0.75]))} for s, o, v in hois[:12]]})
+        gt_json.append({"annotations": [{"bbox": b.bbox, "category_id": b.category_id} for b in r.annotations],
+                        "hoi_annotation": [{"subject_id": h.subject_id, "object_id": h.object_id,
+                                            "category_id": h.category_id} for h in r.hoi_annotation]})
+    gt, pred = reference_set(records), prediction_set(records, parse_predictions(entries, dataset))
+    if dataset == "hico":
+        expected, result = reference.qpic_hico(gt_json, entries, top_k=10), hoi_map(gt, pred, top_k=10)
+    else:
+        expected, result = reference.qpic_vcoco(gt_json, entries, top_k=10), vcoco_map(gt, pred, top_k=10)
+    for key, value in expected.items():
+        assert result[key] == value, key

@@ -67,4 +67,4 @@ def test_demo_step_scores_the_rule_on_the_sample(tmp_path):
     assert 0 < metrics[("hoi_sg/hico_split1", "hoi_map mAP (qpic)")] < 1
     assert 0 < metrics[("hoi_sg/vcoco_split1", "vcoco_map mAP_all")] < 1
     assert any("hoi-bench evaluate hoi_map" in line for line in said)
-    assert (tmp_path / "hoi_sg_metrics" / "predictions_hico_sg1.json").is_file()
+    assert (tmp_path / "hoi_sg" / "metrics" / "predictions_hico_sg1.json").is_file()

@@ -10,7 +10,12 @@ import pytest
 from hoi_bench import cli, metric_path
 from hoi_sg_dataset.evaluation import HoiSet, hoi_map, vcoco_map
 from hoi_sg_dataset.formats import write_annotations, write_json_atomic
-from hoi_sg_dataset.predictions import parse_predictions, prediction_set, reference_set, verb_prior_predictions
+from hoi_sg_dataset.predictions import (
+    parse_predictions,
+    prediction_set,
+    reference_set,
+    verb_prior_predictions,
+)
 from hoi_sg_dataset.samples import sample_plan
 from hoi_sg_dataset.splits import make_split
 

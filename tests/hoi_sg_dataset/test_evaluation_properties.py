@@ -1,8 +1,9 @@
 """The vectorized HOI mAP equals the clean-room loop reference on random GT / prediction sets.
 
-Boxes come from a small integer grid and scores from a handful of values, so the examples are full of the cases
-where evaluators disagree: score ties, duplicate GT HOIs, exact-threshold IoUs, one-pixel touches, predictions
-with the wrong category, images without GT boxes or without predictions, triplets absent from the GT.
+Boxes come from a small integer grid and scores from a handful of values, so the examples are full of the
+cases where evaluators disagree: score ties, duplicate GT HOIs, exact-threshold IoUs, one-pixel touches,
+predictions with the wrong category, images without GT boxes or without predictions, triplets absent from the
+GT.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hoi_sg_dataset.evaluation import HoiSet, hoi_map, vcoco_map
+from hoi_sg_dataset.evaluation import HoiSet, hoi_map, kept_rows, rank_predictions, vcoco_map
 from hoi_sg_dataset.vocabulary import hico_hoi_classes
 from tests.hoi_sg_dataset import reference_hoi_map as reference
 
@@ -140,3 +141,10 @@ def test_permuting_images_changes_nothing_without_ties(images):
     assert forward["ap_per_triplet"].keys() == backward["ap_per_triplet"].keys()
     for key, value in forward["ap_per_triplet"].items():
         assert value == backward["ap_per_triplet"][key]
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(images=image_lists(), top_k=st.sampled_from([None, 1, 2, 4]))
+def test_kept_rows_is_the_set_rank_predictions_keeps(images, top_k):
+    pred = as_set([p for _, p in images], True)
+    assert kept_rows(pred, top_k).tolist() == sorted(rank_predictions(pred, top_k).tolist())
