@@ -13,15 +13,17 @@ the class can also be run directly: ``Haystack(config_name="haystack", data_dir=
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import tempfile
 from importlib import resources
 from pathlib import Path
 
 import datasets
 
 from hoi_bench.errors import ConfigError, FormatError, HoiBenchError, MissingFilesError
-from hoi_bench.hub import CardSpec, build_hub_folder
+from hoi_bench.hub import CardSpec, write_hub_folder
 from hoi_bench.images import embedded_image
 from haystack_dataset.formats import (HAYSTACK_FILE, IMAGE_ROOT, PSG_FILE, SceneGraphAnnotation, image_key,
                                       psg_classes,
@@ -48,8 +50,8 @@ CITATION = """\
 
 MANUAL_DOWNLOAD_INSTRUCTIONS = f"""\
 Nothing is downloaded. Put your local copies under one folder DIR (the names below are the defaults; change them
-with the builder arguments annotation_file= and image_root=) and run
-`hoi-bench build haystack --data-dir DIR --out FOLDER`:
+with --psg-file / --haystack-file / --image-root, or the builder arguments annotation_file= and image_root=) and
+run `hoi-bench build haystack --data-dir DIR --out FOLDER`:
 
   DIR/{PSG_FILE}                         OpenPSG psg.json (the full release of 31 Oct 2022, not
                                                 psg_val_test.json, whose test images have no relations)
@@ -199,7 +201,12 @@ def _check_classes(annotation: SceneGraphAnnotation) -> None:
 
 def config_card(builder: datasets.DatasetBuilder, dataset_dict: datasets.DatasetDict) -> str:
     """The card section of one config: split sizes and relation counts (positive, negative)."""
+    annotation = Path(builder.config.data_dir) / builder.config.annotation_file
+    digest = hashlib.sha256(annotation.read_bytes()).hexdigest()
+    version = str(builder.config.version)
     lines = [f"### `{builder.config.name}`", "", builder.config.description or "", "",
+             f"Built by `haystack_dataset.builder.Haystack` {version} ({VERSION_NOTES.get(version, '')}) from "
+             f"`{builder.config.annotation_file}` (sha256 `{digest}`).", "",
              "| split | images | positive relations | negative relations |", "|---|---|---|---|"]
     for split, ds in dataset_dict.items():
         positives = sum(len(r) for r in ds["relations"])
@@ -220,16 +227,36 @@ def card_spec() -> CardSpec:
 
 
 def build(data_dir: str | os.PathLike, out_dir: str | os.PathLike, configs: list[str] | tuple[str, ...] = CONFIG_NAMES,
-          *, num_proc: int | None = None) -> Path:
+          *, annotation_files: dict[str, str] | None = None, image_root: str | None = None,
+          num_proc: int | None = None) -> Path:
     """Build ``configs`` from the local copy in ``data_dir`` into the Hub folder ``out_dir`` (load it with
-    ``load_dataset(out_dir, "haystack")``); configs already in ``out_dir`` and not rebuilt are kept."""
-    for name in configs:
+    ``load_dataset(out_dir, "haystack")``); configs already in ``out_dir`` and not rebuilt are kept.
+
+    ``annotation_files`` maps a config to its annotation file relative to ``data_dir`` (defaults: ``psg/psg.json``,
+    ``haystack/annotation_v1.json``); ``image_root`` replaces ``coco`` as the folder images are looked up in.
+    """
+    for name in list(configs) + list(annotation_files or {}):
         if name not in CONFIG_NAMES:
             raise ConfigError("config", name, CONFIG_NAMES)
-    try:
-        return build_hub_folder(Haystack, list(configs), out_dir, card_spec(), data_dir=data_dir, num_proc=num_proc,
-                                config_card=config_card, default_config="haystack" if "haystack" in configs else None)
-    except datasets.exceptions.DatasetGenerationError as error:
-        if isinstance(error.__cause__, HoiBenchError):  # a bad record found while generating rows: say which
-            raise error.__cause__ from None
-        raise
+    built: dict[str, datasets.DatasetDict] = {}
+    cards: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="hoi-bench-build-") as cache_dir:  # no stale cache, nothing left over
+        for name in configs:
+            overrides = {}
+            if (annotation_files or {}).get(name):
+                overrides["annotation_file"] = annotation_files[name]
+            if image_root:
+                overrides["image_root"] = image_root
+            builder = Haystack(config_name=name, data_dir=str(data_dir), cache_dir=cache_dir, **overrides)
+            logger.info("building config %s from %s", name, data_dir)
+            try:
+                builder.download_and_prepare(num_proc=num_proc)
+            except datasets.exceptions.DatasetGenerationError as error:
+                if isinstance(error.__cause__, HoiBenchError):  # a bad record found while generating rows: say which
+                    raise error.__cause__ from None
+                raise
+            built[name] = builder.as_dataset()
+            cards[name] = config_card(builder, built[name])
+        # every config is complete before the folder is touched
+        return write_hub_folder(out_dir, built, card_spec(), config_cards=cards,
+                                default_config="haystack" if "haystack" in configs else None)

@@ -47,6 +47,11 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="Hub dataset folder to write (configs are merged in)")
     parser.add_argument("--config", action="append", choices=["psg", "haystack"],
                         help="config to build (repeatable; default: both)")
+    parser.add_argument("--psg-file", help="psg.json relative to --data-dir (default psg/psg.json)")
+    parser.add_argument("--haystack-file", help="Haystack annotation file relative to --data-dir "
+                                                "(default haystack/annotation_v1.json)")
+    parser.add_argument("--image-root", help="folder under --data-dir that file_name / pan_seg_file_name are "
+                                             "relative to (default coco)")
     parser.add_argument("--num-proc", type=int, default=None, help="worker processes for row generation")
 
 
@@ -54,7 +59,9 @@ def _run_build(args: argparse.Namespace) -> int:
     from haystack_dataset.builder import CONFIG_NAMES, build
 
     configs = args.config or list(CONFIG_NAMES)
-    out = build(args.data_dir, args.out, configs, num_proc=args.num_proc)
+    files = {"psg": args.psg_file, "haystack": args.haystack_file}
+    out = build(args.data_dir, args.out, configs, annotation_files={k: v for k, v in files.items() if v},
+                image_root=args.image_root, num_proc=args.num_proc)
     print(f"wrote {out} (configs: {', '.join(configs)})")
     print(f'load with: load_dataset("{out}", "{configs[-1]}")')
     return 0
@@ -80,7 +87,8 @@ def _run_stats(args: argparse.Namespace) -> int:
     for image in annotation.images:
         positives += np.bincount(image.relations[image.relations[:, 2] >= 0, 2], minlength=n)
         negatives += np.bincount(image.neg_relations[image.neg_relations[:, 2] >= 0, 2], minlength=n)
-        placeholders += int((image.relations[:, 2] == NO_PREDICATE).sum() + (image.neg_relations[:, 2] == -1).sum())
+        placeholders += int((image.relations[:, 2] == NO_PREDICATE).sum()
+                            + (image.neg_relations[:, 2] == NO_PREDICATE).sum())
     print(format_table(["what", "count"], [
         ["images", len(annotation.images)], ["images without relations",
                                              sum(len(i.relations) == 0 for i in annotation.images)],
@@ -225,7 +233,8 @@ def demo_score(context: DemoContext) -> None:
     from haystack_dataset.formats import psg_classes, read_annotation, write_json
     from haystack_dataset.frequency_prior import FrequencyPrior
     from haystack_dataset.plots import plot_predicate_metrics
-    from haystack_dataset.predictions import write_haystack_npy, write_recall_predictions
+    from haystack_dataset.predictions import (read_haystack_npy, read_recall_predictions, write_haystack_npy,
+                                              write_recall_predictions)
     from haystack_dataset.recall import psg_recall
 
     base = context.out_dir / BENCHMARK
@@ -235,15 +244,16 @@ def demo_score(context: DemoContext) -> None:
     with tempfile.TemporaryDirectory() as cache:
         psg = load_dataset(str(_hub_folder(context)), "psg", cache_dir=cache)
         haystack = load_dataset(str(_hub_folder(context)), "haystack", split="test", cache_dir=cache)
-        prior = FrequencyPrior.fit(psg["train"], len(classes["thing_classes"]) + len(classes["stuff_classes"]),
+        graph = ["image_id", "segments", "relations"]  # skip decoding images: the prior needs only the graphs
+        prior = FrequencyPrior.fit(psg["train"].select_columns(graph),
+                                   len(classes["thing_classes"]) + len(classes["stuff_classes"]),
                                    len(classes["predicate_classes"]))
-        npy = write_haystack_npy(base / "frequency_prior_haystack.npy", prior.haystack_rows(haystack))
+        npy = write_haystack_npy(base / "frequency_prior_haystack.npy",
+                                 prior.haystack_rows(haystack.select_columns(graph)))
         recall_json = write_recall_predictions(base / "frequency_prior_psg_test.json",
-                                               prior.recall_predictions(psg["test"]))
+                                               prior.recall_predictions(psg["test"].select_columns(graph)))
     context.say(f"frequency prior fitted on {len(psg['train'])} PSG train images; outputs: {npy.name}, "
                 f"{recall_json.name}")
-    from haystack_dataset.predictions import read_haystack_npy, read_recall_predictions
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HaystackInputWarning)  # listed at the end of the table below
         report = haystack_scores(read_annotation(base / "native" / "haystack" / "annotation_v1.json"),

@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hoi_bench.errors import PredictionError
+from hoi_bench.errors import ConfigError, PredictionError
 from haystack_dataset.formats import NO_PREDICATE, SceneGraphAnnotation, image_key
 
 RANK_MODES = ("paper", "official")
 DEFAULT_MIN_POSITIVES = 4
+_CHUNK = 4096
 TIE_RULE = "a predicate tied with others is ranked after all of them: rank = #{q != p : s_q >= s_p}"
 
 
@@ -104,7 +105,10 @@ def check_output_rows(rows: np.ndarray, num_predicates: int, *, file: str | None
     if rows.ndim != 2:
         raise PredictionError(f"{where}output must be a 2-D array [image_id, subject, object, scores...] "
                               f"(expected 2 dimensions, found shape {rows.shape})")
-    rows = rows.astype(np.float64, copy=False)
+    try:
+        rows = rows.astype(np.float64, copy=False)
+    except (TypeError, ValueError) as error:
+        raise PredictionError(f"{where}output must hold numbers (found dtype {rows.dtype}: {error})") from error
     width = 3 + num_predicates
     if rows.shape[1] != width:
         hint = " (remove the no-relation score column)" if rows.shape[1] == width + 1 else ""
@@ -157,11 +161,12 @@ def relation_scores(relations: AnnotatedRelations, rows: np.ndarray, num_predica
         warnings.warn(f"{where}{len(lacking)} annotated images have no output rows (first: "
                       f"{relations.image_keys[lacking[0]]}); their relations score 0 with the worst rank",
                       HaystackInputWarning, stacklevel=2)
+    # pairs with an index past every annotated segment can match nothing; dropping them keeps the keys small
+    base = int(max(relations.subject.max(initial=0), relations.object.max(initial=0))) + 1
+    known &= (rows[:, 1] < base) & (rows[:, 2] < base)
     kept = rows[known]
     codes = row_codes[known]
     subjects, objects = kept[:, 1].astype(np.int64), kept[:, 2].astype(np.int64)
-    base = int(max(subjects.max(initial=0), objects.max(initial=0), relations.subject.max(initial=0),
-                   relations.object.max(initial=0))) + 1
     row_keys = (codes * base + subjects) * base + objects
     order = np.argsort(row_keys, kind="stable")
     sorted_keys = row_keys[order]
@@ -200,7 +205,13 @@ def predicate_ranks(scores: np.ndarray, predicate: np.ndarray, present: np.ndarr
 def _ranks(scores: np.ndarray, predicate: np.ndarray, own: np.ndarray, present: np.ndarray | None,
            rank_mode: str) -> np.ndarray:
     n = scores.shape[1]
-    ranks = np.count_nonzero(scores >= own[:, None], axis=1) - 1  # the predicate itself is always counted once
+    counter = np.uint8 if n < 256 else np.int64
+    ranks = np.empty(len(own), dtype=np.int64)
+    for start in range(0, len(own), _CHUNK):  # cache-sized blocks: no (R, n) temporary, ~1.5x faster
+        block = slice(start, start + _CHUNK)
+        at_least = (scores[block] >= own[block, None]).view(np.uint8)
+        ranks[block] = np.add.reduce(at_least, axis=1, dtype=counter)
+    ranks -= 1  # the predicate itself is always counted once
     if rank_mode == "official":  # drop the last column from the competitors, unless it is the predicate itself
         ranks -= (scores[:, n - 1] >= own) & (predicate < n - 1)
     if present is not None:
@@ -264,6 +275,8 @@ def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: n
     (0.416667, 0.333333, [True, False, False, False])
     """
     _check_rank_mode(rank_mode)
+    if int(min_positives) < 1:
+        raise ConfigError("min_positives", min_positives, ["an integer >= 1"])
     scores = np.asarray(scores, dtype=np.float64)
     predicate = np.asarray(predicate, dtype=np.int64)
     label = np.asarray(label).astype(bool).astype(np.int64)
@@ -313,7 +326,7 @@ def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: n
 
 def _auc_by_group(score: np.ndarray, group: np.ndarray, label: np.ndarray, n: int, positives: np.ndarray,
                   negatives: np.ndarray) -> np.ndarray:
-    """Mann-Whitney ROC-AUC of ``score`` within each group, ties counted 1/2, via mid-ranks of one lexsort."""
+    """Mann-Whitney ROC-AUC of ``score`` within each group, ties counted 1/2, via mid-ranks in (group, score) order."""
     by_score = np.argsort(score)                        # then a stable (radix) sort by group = lexsort, faster
     small = group.astype(np.int16) if n < 2 ** 15 else group
     order = by_score[np.argsort(small[by_score], kind="stable")]
@@ -368,8 +381,6 @@ def _warn(message: str) -> str:
 
 def _check_rank_mode(rank_mode: str) -> None:
     if rank_mode not in RANK_MODES:
-        from hoi_bench.errors import ConfigError
-
         raise ConfigError("rank_mode", rank_mode, RANK_MODES)
 
 

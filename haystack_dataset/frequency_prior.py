@@ -30,6 +30,8 @@ class FrequencyPrior:
             smoothing: float = 1.0) -> "FrequencyPrior":
         """Count over dataset rows with ``segments[*].category`` and ``relations[*].{subject, object, predicate}``.
 
+        Pass ``ds.select_columns(["segments", "relations"])`` rather than ``ds`` to skip decoding the images.
+
         >>> rows = [{"segments": [{"category": 0}, {"category": 1}],
         ...          "relations": [{"subject": 0, "object": 1, "predicate": 2}]}]
         >>> prior = FrequencyPrior.fit(rows, num_classes=2, num_predicates=3)

@@ -24,7 +24,6 @@ IoU is the plain continuous xyxy IoU (no +1 pixel).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -35,11 +34,8 @@ from hoi_bench.errors import PredictionError
 from haystack_dataset.formats import SceneGraphAnnotation, image_key
 from haystack_dataset.predictions import RecallPrediction
 
-logger = logging.getLogger(__name__)
-
 RECALL_KS = (20, 50, 100)
 IOU_THRESHOLD = 0.5
-NO_GRAPH_CONSTRAINT_TOP = 100
 
 
 @dataclass
@@ -155,12 +151,11 @@ def _image_matches(gt: RecallGroundTruth, prediction: RecallPrediction, num_pred
                               f"({'ground-truth segments' if prediction.boxes is None else 'predicted boxes'})")
     iou = iou_matrix(boxes, gt.boxes) >= iou_threshold        # predicted object × GT object
     gt_s, gt_o, gt_p = gt.relations[:, 0], gt.relations[:, 1], gt.relations[:, 2]
-    same_subject = (labels[:, None] == gt.labels[None, :]) & iou
-    same_object = same_subject  # the same test, indexed by object below
+    same_object = (labels[:, None] == gt.labels[None, :]) & iou  # predicted object "is" GT object
 
     def matches(pair_rows: np.ndarray, predicates: np.ndarray) -> np.ndarray:
         s, o = pairs[pair_rows, 0], pairs[pair_rows, 1]
-        return (same_subject[s][:, gt_s] & same_object[o][:, gt_o] & (predicates[:, None] == gt_p[None, :]))
+        return same_object[s][:, gt_s] & same_object[o][:, gt_o] & (predicates[:, None] == gt_p[None, :])
 
     rows = np.arange(min(len(pairs), top))
     graph = matches(rows, np.argmax(scores[rows, 1:], axis=1))

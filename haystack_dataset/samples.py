@@ -186,7 +186,7 @@ def _haystack_relations(scene: list[str], relations: list[list[int]], rng: np.ra
                 negatives.append([s, o, p])
     others = [(s, o) for s in range(len(scene)) for o in range(len(scene)) if s != o and (s, o) not in labelled]
     for s, o in others[: int(rng.integers(1, 4))]:
-        negatives.append([s, o, predicates.index(str(rng.choice(["on", "riding", "standing on", "holding"])))])
+        negatives.append([s, o, predicates.index(str(rng.choice(["on", "riding", "sitting on", "holding"])))])
     if others:
         negatives.append([others[-1][0], others[-1][1], NO_PREDICATE])
     return {"relations": positives, "neg_relations": negatives}

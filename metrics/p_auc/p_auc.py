@@ -1,4 +1,4 @@
-"""P-AUC: predicate-wise ROC-AUC (Haystack, Lorenz et al., ICCVW 2023), as an ``evaluate`` metric.
+"""P-AUC, the predicate-wise ROC-AUC of Haystack (Lorenz et al., ICCVW 2023), as an ``evaluate`` metric.
 
 Thin wrapper over ``haystack_dataset.evaluation``; see README.md (the metric card) for inputs and semantics.
 """
@@ -18,7 +18,9 @@ _CITATION = """\
 """
 
 _DESCRIPTION = """\
-P-AUC is, for each predicate p, the ROC-AUC of the model's raw score for p over every pair annotated positive or negative for p in Haystack (unlabelled pairs are ignored). Ties count 1/2. It measures whether the model ranks pairs that have p above pairs that do not, independently of other predicates.
+P-AUC is, for each predicate p, the ROC-AUC of the model's raw score for p over every pair annotated positive
+or negative for p in Haystack (unlabelled pairs are ignored). Ties count 1/2. It measures whether the model
+ranks pairs that have p above pairs that do not, independently of other predicates.
 """
 
 _KWARGS_DESCRIPTION = """\

@@ -1,4 +1,4 @@
-"""PDD: predicate discoverability (lower is better) (Haystack, Lorenz et al., ICCVW 2023), as an ``evaluate`` metric.
+"""PDD, a predicate-wise Haystack metric (Lorenz et al., ICCVW 2023; lower is better), as an ``evaluate`` metric.
 
 Thin wrapper over ``haystack_dataset.evaluation``; see README.md (the metric card) for inputs and semantics.
 """
@@ -18,7 +18,9 @@ _CITATION = """\
 """
 
 _DESCRIPTION = """\
-PDD (predicate discoverability) is, for each predicate p, 1 - mean_{k=1..n-1} recall_k, where recall_k is the fraction of p's positive annotations whose rank of p among the pair's n predicate scores is below k. It measures how high a model ranks a predicate on pairs that have it.
+PDD is, for each predicate p, 1 - mean_{k=1..n-1} recall_k, where recall_k is the
+fraction of p's positive annotations whose rank of p among the pair's n predicate scores is below k. It
+measures how high a model ranks a predicate on pairs that have it.
 """
 
 _KWARGS_DESCRIPTION = """\

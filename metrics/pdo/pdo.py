@@ -1,4 +1,4 @@
-"""PDO: predicate overconfidence (lower is better) (Haystack, Lorenz et al., ICCVW 2023), as an ``evaluate`` metric.
+"""PDO, a predicate-wise Haystack metric (Lorenz et al., ICCVW 2023; lower is better), as an ``evaluate`` metric.
 
 Thin wrapper over ``haystack_dataset.evaluation``; see README.md (the metric card) for inputs and semantics.
 """
@@ -18,7 +18,9 @@ _CITATION = """\
 """
 
 _DESCRIPTION = """\
-PDO (predicate overconfidence) is, for each predicate p, 1 - mean_{k=1..n-1} precision_k, where precision_k is the fraction of p's annotated pairs ranking p below k that are positive (1 when none does). It measures how often a model ranks a predicate high on pairs annotated as not having it.
+PDO is, for each predicate p, 1 - mean_{k=1..n-1} precision_k, where precision_k is
+the fraction of p's annotated pairs ranking p below k that are positive (1 when none does). It measures how
+often a model ranks a predicate high on pairs annotated as not having it.
 """
 
 _KWARGS_DESCRIPTION = """\

@@ -48,6 +48,7 @@ def test_card_explains_the_three_states_and_lists_both_configs(hub_folder):
     card = (hub_folder / "README.md").read_text()
     assert "config_name: psg" in card and "config_name: haystack" in card
     assert "**unlabelled**" in card and "**negative**" in card and "lorenz2023haystack" in card
+    assert card.count("sha256 `") == 2 and "`haystack/annotation_v1.json`" in card
 
 
 def test_missing_images_are_listed_before_anything_is_written(sample, tmp_path):
@@ -79,3 +80,21 @@ def test_segment_absent_from_png_is_named(sample, tmp_path):
     png.write_bytes(encode_png(id_to_rgb(ids)))
     with pytest.raises(FormatError, match=rf"segments_info\[1\]\.id.*found {image.segments_info[1]['id']}"):
         build(copy, tmp_path / "out", ["haystack"])
+
+
+def test_other_file_names_are_accepted_through_overrides(sample, tmp_path):
+    copy = tmp_path / "native"
+    shutil.copytree(sample.root / "coco", copy / "images")
+    shutil.copy(sample.haystack_file, copy / "hay.json")
+    out = build(copy, tmp_path / "hub", ["haystack"], annotation_files={"haystack": "hay.json"}, image_root="images")
+    ds = load_dataset(str(out), "haystack", split="test", cache_dir=str(tmp_path / "cache"))
+    assert len(ds) == len(sample.test_image_ids)
+
+
+def test_a_broken_second_config_leaves_the_folder_untouched(sample, tmp_path):
+    copy = tmp_path / "native"
+    shutil.copytree(sample.root, copy)
+    (copy / "haystack" / "annotation_v1.json").unlink()
+    with pytest.raises(MissingFilesError, match="annotation_v1.json"):
+        build(copy, tmp_path / "hub", ["psg", "haystack"])
+    assert not (tmp_path / "hub").exists()

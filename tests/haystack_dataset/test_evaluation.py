@@ -213,3 +213,66 @@ def test_unknown_rank_mode_is_refused():
 
     with pytest.raises(ConfigError, match="rank_mode"):
         predicate_discrimination(np.zeros((1, 2)), np.array([0]), np.array([1]), rank_mode="pessimistic")
+
+
+def _official_script_emulation(annotation_raw, rows):
+    """The released calc_metrics.py as described step by step in the reference notes (argsort over sc[:-1],
+    sklearn recall/precision per k); valid only where the script does not crash."""
+    from sklearn.metrics import precision_score, recall_score
+
+    n = len(annotation_raw["predicate_classes"])
+    labels, scores, ranks = ([[] for _ in range(n)] for _ in range(3))
+    for image in annotation_raw["data"]:
+        image_rows = rows[rows[:, 0] == image["image_id"]]
+        assert len(image_rows) > 0
+        for key, label in (("relations", 1), ("neg_relations", 0)):
+            for s, o, p in image[key]:
+                if p == -1:
+                    continue
+                labels[p].append(label)
+                match = image_rows[(image_rows[:, 1] == s) & (image_rows[:, 2] == o)]
+                if len(match) == 0:
+                    scores[p].append(0.0)
+                    ranks[p].append(n - 1)
+                    continue
+                sc = match[0, 3:]
+                scores[p].append(sc[p])
+                ranks[p].append(int(np.flatnonzero(sc[:-1].argsort()[::-1] == p)[0]))
+    out = {}
+    for p in range(n):
+        y = np.array(labels[p])
+        if y.sum() <= 3:
+            continue
+        r = np.array(ranks[p])
+        dd = 1 - np.mean([recall_score(y, r < k) for k in range(1, n)])
+        do = 1 - np.mean([1.0 if (r < k).sum() == 0 else precision_score(y, r < k) for k in range(1, n)])
+        out[p] = (roc_auc_score(y, scores[p]), dd, do)
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_official_mode_equals_an_emulation_of_the_released_script_on_tie_free_data(seed):
+    rng = np.random.default_rng(seed)
+    n, segments = 5, 5
+    data, rows = [], []
+    for image_id in range(3):
+        s, o = np.nonzero(~np.eye(segments, dtype=bool))
+        keep = rng.random(len(s)) > 0.2
+        rows += [[image_id, a, b, *rng.random(n)] for a, b in zip(s[keep], o[keep])]
+        triplets = [[int(a), int(b), int(rng.integers(0, n - 1))] for a, b in zip(s, o)]   # never the last predicate
+        positive = rng.random(len(triplets)) < 0.5
+        record = copy.deepcopy(GOLDEN_ANNOTATION["data"][0])
+        record["segments_info"] = record["segments_info"] + [dict(record["segments_info"][0], id=5)]
+        record["annotations"] = record["annotations"] + [record["annotations"][0]]
+        record.update(image_id=image_id, relations=[t for t, pos in zip(triplets, positive) if pos],
+                      neg_relations=[t for t, pos in zip(triplets, positive) if not pos])
+        data.append(record)
+    raw = dict(GOLDEN_ANNOTATION, predicate_classes=[f"p{i}" for i in range(n)], data=data)
+    rows = np.array(rows, dtype=np.float64)
+    expected = _official_script_emulation(raw, rows)
+    report = haystack_scores(parse_annotation(raw), rows, rank_mode="official")
+    assert sorted(report["per_predicate"]) == sorted(f"p{p}" for p in expected)
+    for p, (auc, dd, do) in expected.items():
+        got = report["per_predicate"][f"p{p}"]
+        assert (got["p_auc"], got["pdd"], got["pdo"]) == pytest.approx((auc, dd, do), abs=1e-12)
