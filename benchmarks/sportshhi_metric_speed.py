@@ -1,7 +1,8 @@
 """Speed of the SportsHHI metric (mAP + Recall@{20,50,100,150}) on validation-sized input vs a loop reference.
 
-Input shaped like the SportsHHI validation set scored by an HHICls model: 2,700 keyframes, 12,000 GT
-interactions, 200 predictions per keyframe (ordered pairs of jittered human boxes with a class and a score).
+Input shaped like the SportsHHI validation set scored by an HHIDet-like model: 2,700 keyframes, 12,000 GT
+interactions, 200 predictions per keyframe (ordered pairs of human boxes jittered by about 1% of the frame,
+each with a class and a score; so most pairs pass IoU 0.5 but few pass the official 0.9).
 Both implementations run in this process on the same arrays, and the script checks that they agree before
 printing the times and their ratio (target: at least 20×).
 Run: ``python benchmarks/sportshhi_metric_speed.py``.

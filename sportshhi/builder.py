@@ -6,6 +6,7 @@ Used programmatically (``datasets`` >= 4 runs no loading scripts): ``hoi-bench b
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from collections.abc import Iterator
@@ -318,14 +319,31 @@ def card_spec() -> CardSpec:
                                     "CC BY-NC 4.0; accept the conditions of MCG-NJU/SportsHHI to use it."})
 
 
+def release_checksums(data_dir: str | os.PathLike) -> dict[str, str]:
+    """SHA-256 of every annotation file the builder reads, recorded in the card as the release used."""
+    checksums = {}
+    for name in release_annotation_files():
+        digest = hashlib.sha256()
+        with open(Path(data_dir) / name, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        checksums[name] = digest.hexdigest()
+    return checksums
+
+
 def config_card(builder: datasets.DatasetBuilder, built: datasets.DatasetDict) -> str:
-    """The ``hhi`` section of the card: keyframes and interactions per split, and the context clip used."""
+    """The ``hhi`` section of the card: sizes per split, the context clip, and the source files' checksums."""
     config = builder.config
     rows = "\n".join(f"| {split} | {len(ds):,} | {sum(len(i) for i in ds['interactions']):,} |"
                      for split, ds in built.items())
-    return (f"### `{config.name}`\n\n{config.description}\n\nContext: {config.clip_len} frames at interval "
-            f"{config.frame_interval} around frame 5·t. Builder version {builder.VERSION}.\n\n"
-            f"| split | keyframes | interactions |\n|---|---|---|\n{rows}\n")
+    context = (f"{config.clip_len} context frames at interval {config.frame_interval} around frame 5·t"
+               if config.clip_len else "no context frames (clip_len=0)")
+    checksums = release_checksums(config.data_dir)
+    sources = "\n".join(f"| `{name}` | `{digest}` |" for name, digest in checksums.items())
+    return (f"### `{config.name}`\n\nAnnotated keyframes with {context}. "
+            f"Builder version {builder.VERSION}.\n\n"
+            f"| split | keyframes | interactions |\n|---|---|---|\n{rows}\n\n"
+            f"Built from (SHA-256):\n\n| file | sha256 |\n|---|---|\n{sources}\n")
 
 
 def build_sportshhi_folder(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *,

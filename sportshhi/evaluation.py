@@ -17,7 +17,7 @@ Two modes:
 
 An explicit ``iou_threshold`` overrides the threshold of either mode. HHIDet and HHICls differ only in the
 proposals a model uses; the metric is the same. Ties between equal scores are broken by input order (the
-official code leaves them to an unstable sort).
+tie order of the released code was not verified).
 """
 
 from __future__ import annotations

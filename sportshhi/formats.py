@@ -415,9 +415,43 @@ def read_prediction_csv(path: str | os.PathLike, actions: ActionList | None = No
 
     Rejects (with file and line): a wrong column count, non-finite numbers, boxes outside [0, 1] or with
     x2 < x1 / y2 < y1, and labels missing from ``actions`` (when given). Duplicate rows are allowed: a model
-    may emit the same pair several times and each row is scored.
+    may emit the same pair several times and each row is scored. Files of a validation-sized run (500,000+
+    rows) are parsed by Arrow's CSV reader and checked column-wise; any problem sends the file through the
+    row-by-row reader, which names the first offending line.
     """
     path = Path(path)
+    return _read_predictions_columnar(path, actions) or _read_predictions_by_row(path, actions)
+
+
+def _read_predictions_columnar(path: Path, actions: ActionList | None) -> Predictions | None:
+    """The whole file through ``pyarrow.csv``; ``None`` whenever any row would need an error message."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    types = {name: pa.float64() for name in PREDICTION_COLUMNS}
+    types.update(video_id=pa.string(), keyframe=pa.int64(), label=pa.int64())
+    try:
+        table = pa_csv.read_csv(path, read_options=pa_csv.ReadOptions(column_names=list(PREDICTION_COLUMNS)),
+                                convert_options=pa_csv.ConvertOptions(column_types=types))
+    except (pa.ArrowInvalid, OSError):
+        return None
+    column = {name: table.column(name).to_numpy(zero_copy_only=False) for name in PREDICTION_COLUMNS}
+    boxes = np.stack([column[name] for name in PREDICTION_COLUMNS[2:10]], axis=1)
+    video_ids = column["video_id"].astype(object)
+    labels, scores, keyframes = column["label"], column["score"], column["keyframe"]
+    valid = (np.isfinite(boxes).all() and boxes.min(initial=0.0) >= 0.0 and boxes.max(initial=0.0) <= 1.0
+             and not (boxes[:, [2, 3, 6, 7]] < boxes[:, [0, 1, 4, 5]]).any() and np.isfinite(scores).all()
+             and keyframes.min(initial=0) >= 0 and labels.min(initial=1) >= 1
+             and (actions is None or np.isin(labels, actions.label_ids).all())
+             and all(video_ids != ""))
+    if not valid:
+        return None
+    return Predictions(video_ids=video_ids, keyframes=keyframes.astype(np.int64),
+                       subject_boxes=boxes[:, :4].copy(), object_boxes=boxes[:, 4:].copy(),
+                       labels=labels.astype(np.int64), scores=scores.astype(np.float64))
+
+
+def _read_predictions_by_row(path: Path, actions: ActionList | None) -> Predictions:
     rows = _read_rows(path, PREDICTION_COLUMNS)
     video_ids, keyframes, labels, scores = [], [], [], []
     boxes = np.zeros((len(rows), 8), dtype=np.float64)
@@ -448,7 +482,8 @@ def write_prediction_csv(path: str | os.PathLike,
 
     ``predictions`` is a :class:`Predictions` or any iterable of :class:`PredictionRow` (or plain tuples
     ``(video_id, keyframe, subject_box, object_box, label, score)``). Boxes must be normalised xyxy and labels
-    the 1-based ids of the action list; they are checked before anything is written.
+    the 1-based ids of the action list; everything is checked before anything is written. Numbers are written
+    in their shortest exact form (``1.0`` as ``1``), so reading the file back gives the same floats.
 
     >>> import tempfile, pathlib
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "pred.csv"
@@ -457,23 +492,48 @@ def write_prediction_csv(path: str | os.PathLike,
     >>> out.read_text()
     'v_a_c001,3,0.1,0.2,0.3,0.9,0.5,0.2,0.7,0.9,2,0.75\\n'
     """
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
     if not isinstance(predictions, Predictions):
         predictions = Predictions.from_rows(predictions)
     target = str(path)
-    lines = []
-    for i in range(len(predictions)):
-        subject, obj = predictions.subject_boxes[i].tolist(), predictions.object_boxes[i].tolist()
-        for field, box in zip(_BOX_FIELDS, (subject, obj)):
-            _check_box(Path(target), i + 1, field, box)
-        score = float(predictions.scores[i])
-        if not np.isfinite(score):
-            raise FormatError(target, "score is not finite", record=f"line {i + 1}", field="score",
-                              expected="finite number", found=score)
-        cells = [str(predictions.video_ids[i]), str(int(predictions.keyframes[i]))]
-        cells += [_fmt(v) for v in subject + obj] + [str(int(predictions.labels[i])), _fmt(score)]
-        lines.append(",".join(cells))
-    write_text_atomic(path, "".join(line + "\n" for line in lines))
-    return len(lines)
+    _check_predictions(target, predictions)
+    columns = [pa.array([str(v) for v in predictions.video_ids], pa.string()),
+               pa.array(np.asarray(predictions.keyframes, dtype=np.int64))]
+    columns += [pa.array(predictions.subject_boxes[:, j].astype(np.float64)) for j in range(4)]
+    columns += [pa.array(predictions.object_boxes[:, j].astype(np.float64)) for j in range(4)]
+    columns += [pa.array(np.asarray(predictions.labels, dtype=np.int64)),
+                pa.array(np.asarray(predictions.scores, dtype=np.float64))]
+    sink = pa.BufferOutputStream()
+    pa_csv.write_csv(pa.table(columns, names=list(PREDICTION_COLUMNS)), sink,
+                     write_options=pa_csv.WriteOptions(include_header=False, quoting_style="none"))
+    write_bytes_atomic(path, sink.getvalue().to_pybytes())
+    return len(predictions)
+
+
+def _check_predictions(file: str, predictions: Predictions) -> None:
+    """Raise a ``FormatError`` naming the first row (1-based, as its future line) that cannot be written."""
+    subject = np.asarray(predictions.subject_boxes, dtype=np.float64).reshape(-1, 4)
+    obj = np.asarray(predictions.object_boxes, dtype=np.float64).reshape(-1, 4)
+    scores = np.asarray(predictions.scores, dtype=np.float64)
+    boxes = np.concatenate([subject, obj], axis=1)
+    bad_box = (~np.isfinite(boxes).all(axis=1) | (boxes < 0).any(axis=1) | (boxes > 1).any(axis=1)
+               | (boxes[:, [2, 3, 6, 7]] < boxes[:, [0, 1, 4, 5]]).any(axis=1))
+    for i in np.flatnonzero(bad_box)[:1]:
+        for field, box in zip(_BOX_FIELDS, (subject[i].tolist(), obj[i].tolist())):
+            if not np.isfinite(box).all():
+                raise FormatError(file, "box is not finite", record=f"line {i + 1}", field=field,
+                                  expected="finite numbers", found=box)
+            _check_box(Path(file), int(i) + 1, field, box)
+    for i in np.flatnonzero(~np.isfinite(scores))[:1]:
+        raise FormatError(file, "score is not finite", record=f"line {i + 1}", field="score",
+                          expected="finite number", found=float(scores[i]))
+    for i, video_id in enumerate(predictions.video_ids):
+        if not str(video_id) or any(c in str(video_id) for c in ',"\n\r'):
+            raise FormatError(file, "video id cannot be written to a CSV cell", record=f"line {i + 1}",
+                              field="video_id", expected="non-empty, no comma, quote or newline",
+                              found=str(video_id))
 
 
 # --------------------------------------------------------------------------------------------- proposals

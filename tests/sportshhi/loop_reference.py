@@ -76,12 +76,14 @@ def _evaluate(gt, pred, whitelist, threshold, k, truncate_gt):
     return gt_count, detections
 
 
-def loop_hhi_metrics(gt, pred, *, iou_threshold=0.5, official=False, whitelist=EVALUATED,
+def loop_hhi_metrics(gt, pred, *, iou_threshold=None, official=False, whitelist=EVALUATED,
                      ks=(20, 50, 100, 150)):
     """``gt = (keys, subject_boxes, object_boxes, labels)``; ``pred`` adds ``scores`` after ``labels``.
 
     Returns the same keys as ``sportshhi.evaluation.hhi_metrics``.
     """
+    if iou_threshold is None:
+        iou_threshold = 0.9 if official else 0.5
     whitelist = sorted(set(whitelist))
     gt_count, detections = _evaluate(gt, pred, whitelist, iou_threshold, None, False)
     ap = {}

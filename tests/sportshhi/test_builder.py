@@ -10,7 +10,12 @@ import pytest
 
 from hoi_bench.errors import MissingFilesError
 from sportshhi import formats
-from sportshhi.builder import build_sportshhi_folder, context_frame_indices
+from sportshhi.builder import (
+    KeyframeRecord,
+    build_sportshhi_folder,
+    context_frame_indices,
+    release_annotation_files,
+)
 from sportshhi.samples import FRAME_SIZE
 
 
@@ -88,6 +93,7 @@ def test_clip_length_is_a_config_option(sample, tmp_path):
     folder = build_sportshhi_folder(sample.root, tmp_path / "hub", clip_len=0)
     row = _load(folder)["validation"][0]
     assert row["context"] == [] and row["context_frame_indices"] == []
+    assert "no context frames (clip_len=0)" in (folder / "README.md").read_text()
 
 
 def test_context_clip_is_clipped_to_the_video():
@@ -125,3 +131,26 @@ def test_card_states_license_gating_and_missing_test_split(hub_folder):
     assert "license: cc-by-nc-4.0" in readme
     assert "gated" in readme and "no test split" in readme
     assert "@inproceedings{wu2024sportshhi" in readme and "### `hhi`" in readme
+    assert "4 context frames at interval 2" in readme
+
+
+def test_card_records_the_checksum_of_every_annotation_file(sample, hub_folder):
+    import hashlib
+
+    readme = (hub_folder / "README.md").read_text()
+    for name in release_annotation_files():
+        assert f"| `{name}` | `{hashlib.sha256((sample.root / name).read_bytes()).hexdigest()}` |" in readme
+
+
+def test_gt_proposals_add_unannotated_people_but_not_duplicates():
+    a, b = np.array([0.1, 0.1, 0.3, 0.8]), np.array([0.5, 0.1, 0.7, 0.8])
+    near_a = [0.1, 0.1, 0.3, 0.79, 1.0]  # the same person as a (IoU ~0.99), as a float32 pickle would hold it
+    bystander = [0.8, 0.2, 0.9, 0.7, 1.0]
+    record = KeyframeRecord("v", 3, [(a, b, 2, 7, 8), (b, a, 3, 8, 7)], np.array([near_a, bystander]),
+                            np.zeros((0, 5)))
+    boxes, person_ids, pairs = record.humans()
+    assert boxes.tolist() == [a.tolist(), b.tolist(), bystander[:4]]
+    assert person_ids == [7, 8, -1]
+    assert pairs == [(0, 1), (1, 0)]
+    without_proposals = KeyframeRecord("v", 3, [(a, b, 2, 7, 8)], np.zeros((0, 5)), np.zeros((0, 5)))
+    assert without_proposals.humans()[0].tolist() == [a.tolist(), b.tolist()]

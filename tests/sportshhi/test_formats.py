@@ -155,3 +155,32 @@ def test_proposal_pickles_cannot_run_code(tmp_path):
     path.write_bytes(pickle.dumps({"v,0001": Exploit()}))
     with pytest.raises(FormatError, match="refusing to unpickle builtins.print"):
         formats.read_proposals(path)
+
+
+def test_columnar_and_row_readers_agree(tmp_path, actions):
+    rng = np.random.default_rng(0)
+    corners = np.sort(rng.random((50, 2, 4)), axis=1)
+    subject = np.stack([corners[:, 0, 0], corners[:, 0, 1], corners[:, 1, 0], corners[:, 1, 1]], axis=1)
+    obj = np.stack([corners[:, 0, 2], corners[:, 0, 3], corners[:, 1, 2], corners[:, 1, 3]], axis=1)
+    subject[0] = [0.0, 0.0, 1.0, 1.0]
+    rows = [(f"v_{i % 3}_c001", i, tuple(s), tuple(o), int(rng.integers(1, 35)), float(rng.random()))
+            for i, (s, o) in enumerate(zip(subject, obj))]
+    path = tmp_path / "pred.csv"
+    formats.write_prediction_csv(path, rows)
+    columnar = formats._read_predictions_columnar(path, actions)
+    by_row = formats._read_predictions_by_row(path, actions)
+    assert columnar is not None
+    for field in ("keyframes", "subject_boxes", "object_boxes", "labels", "scores"):
+        assert np.array_equal(getattr(columnar, field), getattr(by_row, field))
+    assert columnar.video_ids.tolist() == by_row.video_ids.tolist() == [r[0] for r in rows]
+    assert np.array_equal(columnar.subject_boxes, subject)  # written floats read back exactly
+
+
+def test_prediction_rows_with_spaces_still_read(tmp_path):
+    path = _csv(tmp_path, "v_a_c001, 3, 0.1, 0.2, 0.3, 0.9, 0.5, 0.2, 0.7, 0.9, 2, 0.75", name="spaced.csv")
+    assert formats.read_prediction_csv(path).scores.tolist() == [0.75]
+
+
+def test_video_ids_that_would_break_the_csv_are_refused(tmp_path):
+    with pytest.raises(FormatError, match="video id cannot be written"):
+        formats.write_prediction_csv(tmp_path / "p.csv", [("v,1", 1, (0, 0, 1, 1), (0, 0, 1, 1), 2, 0.5)])
