@@ -188,9 +188,9 @@ def _run_episodes(args: argparse.Namespace) -> int:
 
 
 def _configure_show(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", type=Path, required=True,
+    parser.add_argument("--data", type=Path, default=Path(BENCHMARK),
                         help="built dataset folder, or a folder of bongard_hoi_<split>.json files "
-                             "(directly or in bongard_hoi_release/)")
+                             "(directly or in bongard_hoi_release/); default: ./bongard_hoi")
     parser.add_argument("--images", type=Path, help="image root for episode files (default: <data>/images)")
     parser.add_argument("--split", required=True)
     parser.add_argument("--episode", type=int, required=True, help="0-based episode index in the split")
