@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
-from hoi_bench.errors import ConfigError
+from hoi_bench.errors import ConfigError, HoiBenchError
 
 logger = logging.getLogger(__name__)
 
@@ -89,11 +89,23 @@ def load_backbone(name: str, *, kind: str = "model", size: int | None = None) ->
         raise ConfigError("backbone kind", kind, KINDS)
     if name == TINY_RANDOM:
         return tiny_random_backbone(size or 32)
-    from transformers import AutoBackbone, AutoConfig, AutoImageProcessor, AutoModel
+    from transformers import AutoConfig, AutoImageProcessor, AutoModel
 
-    config = AutoConfig.from_pretrained(name)
+    try:
+        config = AutoConfig.from_pretrained(name)
+    except OSError as error:
+        raise HoiBenchError(f"--backbone {name}: not a local checkpoint folder, and not in the Hugging Face "
+                            f"cache or reachable on the Hub ({error}); use 'tiny-random' to run without "
+                            f"a download") from error
     if kind == "backbone":
-        model = AutoBackbone.from_pretrained(name)
+        # AutoBackbone.from_pretrained first asks the Hub whether ``name`` exists (transformers 5), which
+        # fails offline and for local folders; the concrete backbone class it maps to loads from either
+        from transformers.models.auto.modeling_auto import MODEL_FOR_BACKBONE_MAPPING
+
+        if type(config) not in MODEL_FOR_BACKBONE_MAPPING:
+            raise ConfigError("backbone with --backbone-kind backbone", name,
+                              ["checkpoints of a model type AutoBackbone supports (resnet, dinov2, ...)"])
+        model = MODEL_FOR_BACKBONE_MAPPING[type(config)].from_pretrained(name)
         feature_dim = model.channels[-1]
     else:
         model = AutoModel.from_pretrained(name)
@@ -118,10 +130,12 @@ def _feature_dim(config) -> int:
 
 
 def _processor_side(processor) -> int:
+    """The square side the checkpoint's image processor produces (``crop_size``, else ``size``), else 224."""
     for attribute in ("crop_size", "size"):
         value = getattr(processor, attribute, None)
-        if isinstance(value, dict):
-            value = value.get("height") or value.get("shortest_edge")
+        if value is not None and not isinstance(value, (int, float)):  # a dict or transformers' SizeDict
+            get = value.get if isinstance(value, dict) else lambda key, v=value: getattr(v, key, None)
+            value = get("height") or get("shortest_edge")
         if value:
             return int(value)
     return 224

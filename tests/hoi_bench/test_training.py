@@ -195,6 +195,24 @@ def test_tiny_random_backbone_needs_no_download_and_crops_degenerate_boxes():
         load_backbone("tiny-random", kind="timm")
 
 
+def test_checkpoint_folder_loads_with_automodel_and_autobackbone(tmp_path):
+    """A saved ``transformers`` checkpoint (config, weights, image processor) loads offline both ways, with
+    the crop size and normalisation of its image processor."""
+    from transformers import ConvNextImageProcessor, ResNetConfig, ResNetModel
+
+    config = ResNetConfig(num_channels=3, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+                          layer_type="basic")
+    ResNetModel(config).save_pretrained(tmp_path)
+    ConvNextImageProcessor(size={"shortest_edge": 24}, image_mean=[0.5] * 3, image_std=[0.25] * 3,
+                           ).save_pretrained(tmp_path)
+    for kind in ("model", "backbone"):
+        backbone = load_backbone(str(tmp_path), kind=kind)
+        assert backbone.preprocessing == Preprocessing(size=24, mean=(0.5,) * 3, std=(0.25,) * 3)
+        assert backbone(torch.zeros(2, 3, 24, 24)).shape == (2, 16)
+    with pytest.raises(HoiBenchError, match="use 'tiny-random'"):
+        load_backbone(str(tmp_path / "missing"))
+
+
 def accelerate_launch(processes: int, *argv: str) -> None:
     """Run this file as the toy baseline script under ``accelerate launch`` on the CPU."""
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
