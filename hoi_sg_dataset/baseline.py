@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from hoi_bench.errors import HoiBenchError
 from hoi_bench.training import (
     Baseline,
     add_backbone_arguments,
@@ -90,7 +91,11 @@ class HoiPairBaseline(Baseline):
     def train_dataset(self, streaming: bool):
         if self.args.model == "object-prior":
             return None
-        return load_split(self.args, "train", streaming=streaming)
+        rows = load_split(self.args, "train", streaming=streaming)
+        if "image" not in rows.features:
+            raise HoiBenchError(f"{self.args.data} ({self.args.config}): --model pair needs images, and this "
+                                f"folder was built without them (hoi-bench build hoi_sg --no-images)")
+        return rows
 
     def eval_datasets(self) -> dict[str, Any]:
         self.references = {split: load_split(self.args, split) for split in self.args.eval_splits}
@@ -130,7 +135,10 @@ class HoiPairBaseline(Baseline):
             for row, pair in enumerate(pairs):
                 targets[row, annotated.get(pair, [])] = 1.0
             out["crops"].append(crops)
-            width, height = rows["width"][index], rows["height"][index]
+            if "width" in rows:
+                width, height = rows["width"][index], rows["height"][index]
+            else:  # a folder built with --no-images (enough for the object prior): the boxes' extent
+                width, height = max(b[2] for b in boxes), max(b[3] for b in boxes)
             geometry = [pair_geometry(human, obj, width, height) for human, obj in sides]
             out["geometry"].append(torch.tensor(geometry, dtype=torch.float32).view(len(pairs), -1))
             object_labels = [[0, labels[o] if o >= 0 else self.no_object] for _, o in pairs]
@@ -165,7 +173,7 @@ class HoiPairBaseline(Baseline):
         from hoi_sg_dataset.builder import row_to_record
 
         references = [row_to_record(row, self.dataset)
-                      for row in self.references[split].remove_columns(["image"])]
+                      for row in without_images(self.references[split])]
         entries = prediction_entries(records, references, self.verbs, self.args.max_hois_per_image)
         path = predictions_dir / f"{split}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -173,6 +181,11 @@ class HoiPairBaseline(Baseline):
         partial.write_text(json.dumps(entries), encoding="utf-8")
         partial.replace(path)
         return path, score_prediction_file(path, references, self.dataset)
+
+
+def without_images(rows):
+    """The rows without their (undecoded) image column, for annotation-only reads."""
+    return rows.remove_columns(["image"]) if "image" in rows.column_names else rows
 
 
 def candidate_pairs(box_labels: Sequence[int], person: int, *, with_no_object: bool) -> list[tuple[int, int]]:
@@ -341,7 +354,7 @@ def module_inputs(path: Path, rows, dataset: str) -> tuple[list[dict], list[dict
     from hoi_sg_dataset.builder import row_to_record
     from hoi_sg_dataset.predictions import read_predictions
 
-    references = [row_to_record(row, dataset) for row in rows.remove_columns(["image"])]
+    references = [row_to_record(row, dataset) for row in without_images(rows)]
     by_name = {p.file_name: p for p in read_predictions(path, dataset)}
     reference_dicts, prediction_dicts = [], []
     for record in references:

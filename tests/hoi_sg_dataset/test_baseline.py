@@ -133,3 +133,14 @@ def test_vcoco_object_prior_writes_no_object_pairs_the_reader_accepts(hub, tmp_p
 def test_candidate_pairs_pair_every_human_with_every_other_box():
     pairs = candidate_pairs([0, 3, 0], person=0, with_no_object=True)
     assert pairs == [(0, 1), (0, 2), (0, -1), (2, 0), (2, 1), (2, -1)]
+
+
+def test_object_prior_runs_on_an_annotation_only_folder_and_the_pair_model_says_why_not(hub, tmp_path):
+    from hoi_bench.errors import HoiBenchError
+    from hoi_sg_dataset.hub_folder import build_hoi_sg
+
+    bare = build_hoi_sg(hub.parent / "sample", tmp_path / "bare", ["hico_split1"], with_images=False)
+    results = main(common(bare, tmp_path / "prior", "--config", "hico_split1", "--model", "object-prior"))
+    assert results["splits"]["test"]["metrics"]["mAP"] < 0.05
+    with pytest.raises(HoiBenchError, match="--model pair needs images"):
+        main(common(bare, tmp_path / "pair", "--config", "hico_split1", "--max-steps", "1"))
