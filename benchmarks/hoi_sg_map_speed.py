@@ -33,7 +33,7 @@ def load_reference_module():
 
 
 def synthetic_predictions(records, per_image: int, seed: int = 0) -> list[dict]:
-    """PPDM/QPIC prediction entries: GT HOIs on jittered boxes first, then random pairs up to ``per_image``."""
+    """PPDM/QPIC prediction entries: GT HOIs on jittered boxes, then random pairs up to ``per_image``."""
     rng = np.random.default_rng(seed)
     verbs = sorted({h.category_id for r in records for h in r.hoi_annotation})
     entries = []
@@ -46,12 +46,19 @@ def synthetic_predictions(records, per_image: int, seed: int = 0) -> list[dict]:
         while len(hois) < per_image:
             hois.append((int(rng.integers(n)), int(rng.integers(n)), int(rng.choice(verbs))))
         scores = rng.random(len(hois))
-        entries.append({
-            "file_name": record.file_name,
-            "predictions": [{"bbox": box.tolist(), "category_id": label} for box, label in zip(boxes, labels)],
-            "hoi_prediction": [{"subject_id": s, "object_id": o, "category_id": v, "score": float(p)}
-                               for (s, o, v), p in zip(hois, scores)],
-        })
+        entries.append(
+            {
+                "file_name": record.file_name,
+                "predictions": [
+                    {"bbox": box.tolist(), "category_id": label}
+                    for box, label in zip(boxes, labels, strict=True)
+                ],
+                "hoi_prediction": [
+                    {"subject_id": s, "object_id": o, "category_id": v, "score": float(p)}
+                    for (s, o, v), p in zip(hois, scores, strict=True)
+                ],
+            }
+        )
     return entries
 
 
@@ -65,11 +72,16 @@ def timed(function, repeat: int = 1):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--references", type=Path, default=DEFAULT_GT)
     parser.add_argument("--per-image", type=int, default=100)
-    parser.add_argument("--feature-route", action="store_true",
-                        help="also time evaluate with per-image features (Arrow round trip; slow)")
+    parser.add_argument(
+        "--feature-route",
+        action="store_true",
+        help="also time evaluate with per-image features (Arrow round trip; slow)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
     os.environ.setdefault("HF_UPDATE_DOWNLOAD_COUNTS", "0")
@@ -84,44 +96,71 @@ def main() -> None:
     reference = load_reference_module()
     records = read_annotations(args.references, "hico")
     entries = synthetic_predictions(records, args.per_image)
-    gt_json = [{"annotations": [{"bbox": b.bbox, "category_id": b.category_id} for b in r.annotations],
-                "hoi_annotation": [{"subject_id": h.subject_id, "object_id": h.object_id, "category_id": h.category_id}
-                                   for h in r.hoi_annotation]} for r in records]
-    print(f"GT {args.references.name}: {len(records)} images, {sum(len(r.hoi_annotation) for r in records)} HOIs; "
-          f"predictions: {sum(len(e['hoi_prediction']) for e in entries)} triplets")
+    gt_json = [
+        {
+            "annotations": [{"bbox": b.bbox, "category_id": b.category_id} for b in r.annotations],
+            "hoi_annotation": [
+                {"subject_id": h.subject_id, "object_id": h.object_id, "category_id": h.category_id}
+                for h in r.hoi_annotation
+            ],
+        }
+        for r in records
+    ]
+    print(
+        f"GT {args.references.name}: {len(records)} images, "
+        f"{sum(len(g['hoi_annotation']) for g in gt_json)} HOIs; "
+        f"predictions: {sum(len(e['hoi_prediction']) for e in entries)} triplets"
+    )
 
-    t_convert, (gt, pred) = timed(lambda: (reference_set(records),
-                                           prediction_set(records, parse_predictions(entries, "hico"))))
+    t_convert, (gt, pred) = timed(
+        lambda: (reference_set(records), prediction_set(records, parse_predictions(entries, "hico")))
+    )
     t_loop, expected = timed(lambda: reference.qpic_hico(gt_json, entries))
     t_array, result = timed(lambda: hoi_map(gt, pred), repeat=5)
     metric = evaluate.load(metric_path("hoi_map"))
     rows = list(range(gt.num_images))
-    t_module, from_module = timed(lambda: metric.compute(predictions=rows, references=rows, prediction_set=pred,
-                                                         reference_set=gt), repeat=5)
+    t_module, from_module = timed(
+        lambda: metric.compute(predictions=rows, references=rows, prediction_set=pred, reference_set=gt),
+        repeat=5,
+    )
     for key in ("mAP", "mean_max_recall", "ap_per_triplet"):
         assert result[key] == expected[key] == from_module[key], key
     print(f"mAP {result['mAP']:.6f} (identical through loop reference, array API and evaluate module)")
     print(f"{'route':<44} {'seconds':>8} {'ratio':>10}")
     print(f"{'loop reference (tests/.../reference_hoi_map)':<44} {t_loop:8.3f} {'1.0x':>10}")
-    print(f"{'array API hoi_map(HoiSet, HoiSet)':<44} {t_array:8.3f} {t_loop / t_array:9.1f}x  faster (target >= 20x)")
-    print(f"{'evaluate module, HoiSet kwargs':<44} {t_module:8.3f} {t_module / t_array:9.2f}x  of array API (target <= 3x)")
+    print(
+        f"{'array API hoi_map(HoiSet, HoiSet)':<44} {t_array:8.3f} {t_loop / t_array:9.1f}x  faster "
+        "(target >= 20x)"
+    )
+    print(
+        f"{'evaluate module, HoiSet kwargs':<44} {t_module:8.3f} {t_module / t_array:9.2f}x  of array API "
+        "(target <= 3x)"
+    )
     print(f"{'(records -> HoiSet conversion, once)':<44} {t_convert:8.3f}")
     if args.feature_route:
+
         def images(hoi_set, scores):
             out = []
             for i in range(hoi_set.num_images):
-                b, h = slice(*hoi_set.box_offsets[i:i + 2]), slice(*hoi_set.hoi_offsets[i:i + 2])
-                image = {"boxes": hoi_set.boxes[b].tolist(), "box_labels": hoi_set.box_labels[b].tolist(),
-                         "hois": hoi_set.hois[h].tolist()}
+                b, h = slice(*hoi_set.box_offsets[i : i + 2]), slice(*hoi_set.hoi_offsets[i : i + 2])
+                image = {
+                    "boxes": hoi_set.boxes[b].tolist(),
+                    "box_labels": hoi_set.box_labels[b].tolist(),
+                    "hois": hoi_set.hois[h].tolist(),
+                }
                 if scores:
                     image["scores"] = hoi_set.scores[h].tolist()
                 out.append(image)
             return out
 
-        t_features, from_features = timed(lambda: metric.compute(predictions=images(pred, True),
-                                                                 references=images(gt, False)))
+        t_features, from_features = timed(
+            lambda: metric.compute(predictions=images(pred, True), references=images(gt, False))
+        )
         assert from_features["mAP"] == result["mAP"]
-        print(f"{'evaluate module, per-image features':<44} {t_features:8.3f} {t_features / t_array:9.2f}x  of array API")
+        print(
+            f"{'evaluate module, per-image features':<44} {t_features:8.3f} "
+            f"{t_features / t_array:9.2f}x  of array API"
+        )
 
 
 if __name__ == "__main__":

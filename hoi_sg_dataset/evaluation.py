@@ -59,8 +59,10 @@ def _matlab_colon(start: float, step: float, stop: float) -> np.ndarray:
     [0.5, 0.6, 0.7]
     """
     n = int(round((stop - start) / step))
-    values = [start + k * step if k < n / 2 else (start + stop) / 2 if k == n / 2 else stop - (n - k) * step
-              for k in range(n + 1)]
+    values = [
+        start + k * step if k < n / 2 else (start + stop) / 2 if k == n / 2 else stop - (n - k) * step
+        for k in range(n + 1)
+    ]
     return np.array(values, dtype=np.float64)
 
 
@@ -113,23 +115,26 @@ class HoiSet:
         if lengths_differ or (scores is not None and len(scores) != len(hois)):
             raise PredictionError(
                 f"{what or 'HOI set'}: per-image lists differ in length (boxes {len(boxes)}, box_labels "
-                f"{len(box_labels)}, hois {len(hois)}{'' if scores is None else f', scores {len(scores)}'})")
+                f"{len(box_labels)}, hois {len(hois)}{'' if scores is None else f', scores {len(scores)}'})"
+            )
         box_arrays = [np.asarray(b, dtype=np.float64).reshape(-1, 4) for b in boxes]
         label_arrays = [np.asarray(lab, dtype=np.int64).reshape(-1) for lab in box_labels]
         hoi_arrays = [np.asarray(h, dtype=np.int64).reshape(-1, 3) for h in hois]
-        for i, (b, lab) in enumerate(zip(box_arrays, label_arrays)):
+        for i, (b, lab) in enumerate(zip(box_arrays, label_arrays, strict=True)):
             if len(b) != len(lab):
-                raise PredictionError(f"{what or 'HOI set'}: image {i}: {len(b)} boxes but "
-                                      f"{len(lab)} box labels")
+                raise PredictionError(
+                    f"{what or 'HOI set'}: image {i}: {len(b)} boxes but {len(lab)} box labels"
+                )
         box_offsets = np.concatenate([[0], np.cumsum([len(b) for b in box_arrays])]).astype(np.int64)
         hoi_offsets = np.concatenate([[0], np.cumsum([len(h) for h in hoi_arrays])]).astype(np.int64)
         score_array = None
         if scores is not None:
             score_arrays = [np.asarray(s, dtype=np.float64).reshape(-1) for s in scores]
-            for i, (s, h) in enumerate(zip(score_arrays, hoi_arrays)):
+            for i, (s, h) in enumerate(zip(score_arrays, hoi_arrays, strict=True)):
                 if len(s) != len(h):
-                    raise PredictionError(f"{what or 'predictions'}: image {i}: {len(h)} HOIs but "
-                                          f"{len(s)} scores")
+                    raise PredictionError(
+                        f"{what or 'predictions'}: image {i}: {len(h)} HOIs but {len(s)} scores"
+                    )
             score_array = np.concatenate(score_arrays) if score_arrays else np.zeros(0)
         return cls(
             boxes=np.concatenate(box_arrays) if box_arrays else np.zeros((0, 4)),
@@ -161,7 +166,9 @@ class HoiSet:
 def _take(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     """``values[rows]``, without a copy when ``rows`` is None or every row in order (what ``kept_rows``
     gives when nothing is cut)."""
-    if rows is None or (len(rows) == len(values) and (len(rows) == 0 or rows[-1] == len(rows) - 1)):
+    if rows is None:
+        return values
+    if len(rows) == len(values) and (len(rows) == 0 or (rows[0] == 0 and np.all(np.diff(rows) == 1))):
         return values
     return values[rows]
 
@@ -177,26 +184,32 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
     for name in ("box_offsets", "hoi_offsets"):
         offsets = np.asarray(getattr(hoi_set, name))
         if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or np.any(np.diff(offsets) < 0):
-            raise PredictionError(f"{what}: {name} must start at 0 and never decrease "
-                                  f"(found {offsets[:10].tolist()})")
+            raise PredictionError(
+                f"{what}: {name} must start at 0 and never decrease (found {offsets[:10].tolist()})"
+            )
     if len(hoi_set.box_offsets) != len(hoi_set.hoi_offsets):
         raise PredictionError(f"{what}: box_offsets and hoi_offsets describe different numbers of images")
     boxes, labels, hois = hoi_set.boxes, hoi_set.box_labels, hoi_set.hois
     if boxes.shape != (hoi_set.box_offsets[-1], 4) or labels.shape != (hoi_set.box_offsets[-1],):
-        raise PredictionError(f"{what}: boxes {boxes.shape} and box_labels {labels.shape} do not match "
-                              "the offsets")
+        raise PredictionError(
+            f"{what}: boxes {boxes.shape} and box_labels {labels.shape} do not match the offsets"
+        )
     if hois.shape != (hoi_set.hoi_offsets[-1], 3):
         raise PredictionError(f"{what}: hois {hois.shape} do not match hoi_offsets (expected M×3)")
     bad_box = np.flatnonzero(~np.isfinite(boxes).all(axis=1))
     if bad_box.size:
         image, local = _image_of(hoi_set.box_offsets, bad_box[0])
-        raise PredictionError(f"{what}: image {image}: field 'boxes[{local}]': coordinates must be finite "
-                              f"(expected 4 finite numbers, found {boxes[bad_box[0]].tolist()})")
+        raise PredictionError(
+            f"{what}: image {image}: field 'boxes[{local}]': coordinates must be finite "
+            f"(expected 4 finite numbers, found {boxes[bad_box[0]].tolist()})"
+        )
     bad_label = np.flatnonzero(labels < 0)
     if bad_label.size:
         image, local = _image_of(hoi_set.box_offsets, bad_label[0])
-        raise PredictionError(f"{what}: image {image}: field 'box_labels[{local}]': unknown category "
-                              f"(expected a raw category id >= 0, found {int(labels[bad_label[0]])})")
+        raise PredictionError(
+            f"{what}: image {image}: field 'box_labels[{local}]': unknown category "
+            f"(expected a raw category id >= 0, found {int(labels[bad_label[0]])})"
+        )
     n_boxes = np.diff(hoi_set.box_offsets)[hoi_set.hoi_images()]
     for column, name, low in ((0, "subject", 0), (1, "object", -1)):
         bad = np.flatnonzero((hois[:, column] < low) | (hois[:, column] >= n_boxes))
@@ -204,12 +217,15 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
             image, local = _image_of(hoi_set.hoi_offsets, bad[0])
             raise PredictionError(
                 f"{what}: image {image}: field 'hois[{local}].{name}': index outside the image's box list "
-                f"(expected {low}..{int(n_boxes[bad[0]]) - 1}, found {int(hois[bad[0], column])})")
+                f"(expected {low}..{int(n_boxes[bad[0]]) - 1}, found {int(hois[bad[0], column])})"
+            )
     bad_verb = np.flatnonzero(hois[:, 2] < 0)
     if bad_verb.size:
         image, local = _image_of(hoi_set.hoi_offsets, bad_verb[0])
-        raise PredictionError(f"{what}: image {image}: field 'hois[{local}].verb': unknown verb "
-                              f"(expected a verb id >= 0, found {int(hois[bad_verb[0], 2])})")
+        raise PredictionError(
+            f"{what}: image {image}: field 'hois[{local}].verb': unknown verb "
+            f"(expected a verb id >= 0, found {int(hois[bad_verb[0], 2])})"
+        )
     if hoi_set.scores is not None:
         scores = hoi_set.scores
         if scores.shape != (len(hois),):
@@ -217,8 +233,10 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
         bad_score = np.flatnonzero(~np.isfinite(scores))
         if bad_score.size:
             image, local = _image_of(hoi_set.hoi_offsets, bad_score[0])
-            raise PredictionError(f"{what}: image {image}: field 'scores[{local}]': score must be finite "
-                                  f"(expected a finite number, found {float(scores[bad_score[0]])})")
+            raise PredictionError(
+                f"{what}: image {image}: field 'scores[{local}]': score must be finite "
+                f"(expected a finite number, found {float(scores[bad_score[0]])})"
+            )
 
 
 def pair_iou(gt: np.ndarray, pred: np.ndarray, *, rule: Literal["qpic", "matlab"] = "qpic") -> np.ndarray:
@@ -355,8 +373,10 @@ def match_predictions(
     GT candidate.
     """
     if references.num_images != predictions.num_images:
-        raise PredictionError(f"predictions cover {predictions.num_images} images but references "
-                              f"{references.num_images}; give one entry (possibly empty) per reference image")
+        raise PredictionError(
+            f"predictions cover {predictions.num_images} images but references "
+            f"{references.num_images}; give one entry (possibly empty) per reference image"
+        )
     n = len(rows)
     gt_images = references.hoi_images()
     pred_images = _take(predictions.hoi_images(), rows)
@@ -364,7 +384,7 @@ def match_predictions(
     verb_codes = _small_code_table(np.concatenate([gt_verbs, _take(predictions.hois, rows)[:, 2]]), gt_verbs)
     num_codes = max(int(verb_codes.max(initial=-1)) + 1, 1)
     gt_keys = gt_images * num_codes + verb_codes[: len(gt_verbs)]
-    pred_codes = verb_codes[len(gt_verbs):]
+    pred_codes = verb_codes[len(gt_verbs) :]
     pred_keys = np.where(pred_codes >= 0, pred_images * num_codes + pred_codes, -1)
     pair_pred, pair_gt = _join(gt_keys, pred_keys, references.num_images * num_codes)
 
@@ -413,8 +433,15 @@ def _mixed_ties(sorted_scores: np.ndarray, sorted_tp: np.ndarray) -> bool:
     return bool(np.any(np.maximum.reduceat(tp, starts) != np.minimum.reduceat(tp, starts)))
 
 
-def _eleven_point_ap(is_tp: np.ndarray, scores: np.ndarray, images: np.ndarray, rows: np.ndarray, num_gt: int,
-                     thresholds: np.ndarray, stable: bool) -> tuple[float, float]:
+def _eleven_point_ap(
+    is_tp: np.ndarray,
+    scores: np.ndarray,
+    images: np.ndarray,
+    rows: np.ndarray,
+    num_gt: int,
+    thresholds: np.ndarray,
+    stable: bool,
+) -> tuple[float, float]:
     """(11-point AP, max recall) of one class from its counted predictions, given in file order.
 
     ``stable``: MATLAB's stable sort of the detections (file order on ties). Otherwise QPIC's
@@ -455,12 +482,19 @@ class _Scored:
 
     def ap(self, c: int, num_gt: int, thresholds: np.ndarray, stable: bool) -> tuple[float, float]:
         s = self.segments[c]
-        return _eleven_point_ap(self.is_tp[s], self.scores[s], self.images[s], self.rows[s], num_gt,
-                                thresholds, stable)
+        return _eleven_point_ap(
+            self.is_tp[s], self.scores[s], self.images[s], self.rows[s], num_gt, thresholds, stable
+        )
 
 
-def _score_by_class(references: HoiSet, predictions: HoiSet, rows: np.ndarray, class_ids: np.ndarray,
-                    num_classes: int, **matching) -> _Scored:
+def _score_by_class(
+    references: HoiSet,
+    predictions: HoiSet,
+    rows: np.ndarray,
+    class_ids: np.ndarray,
+    num_classes: int,
+    **matching,
+) -> _Scored:
     """Match the predictions ``rows`` that belong to a class (``class_ids >= 0``) and group them by class.
 
     Only those need matching: a prediction that matches a GT HOI always belongs to the GT's class (same verb,
@@ -472,8 +506,13 @@ def _score_by_class(references: HoiSet, predictions: HoiSet, rows: np.ndarray, c
     sortable = class_ids.astype(np.int16) if num_classes < 1 << 15 else class_ids
     order = np.argsort(sortable, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(class_ids, minlength=num_classes))])
-    return _Scored(is_tp, predictions.scores[rows], predictions.hoi_images()[rows], rows,
-                   [order[bounds[c]: bounds[c + 1]] for c in range(num_classes)])
+    return _Scored(
+        is_tp,
+        predictions.scores[rows],
+        predictions.hoi_images()[rows],
+        rows,
+        [order[bounds[c] : bounds[c + 1]] for c in range(num_classes)],
+    )
 
 
 def _class_table(columns: tuple[np.ndarray, ...], table: np.ndarray) -> np.ndarray:
@@ -486,7 +525,7 @@ def _class_table(columns: tuple[np.ndarray, ...], table: np.ndarray) -> np.ndarr
         lookup = np.full(int(np.prod(extent)), -1, dtype=np.int64)
         lookup[np.ravel_multi_index(tuple(table.T), extent)] = np.arange(len(table))
         flat = columns[0].astype(np.int64)
-        for column, size in zip(columns[1:], extent[1:]):
+        for column, size in zip(columns[1:], extent[1:], strict=True):
             flat = flat * size + column
         return lookup[flat]
     keys = np.column_stack(columns).astype(np.int64)
@@ -498,8 +537,9 @@ def _class_table(columns: tuple[np.ndarray, ...], table: np.ndarray) -> np.ndarr
     return np.where(table_keys[order][position] == row_keys, order[position], -1)
 
 
-def _triplet_columns(hoi_set: HoiSet, rows: np.ndarray | None = None
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _triplet_columns(
+    hoi_set: HoiSet, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Subject category, object category and verb of HOI ``rows`` (default all), from the box labels."""
     subject, obj = hoi_set.hoi_box_rows(rows)
     return hoi_set.box_labels[subject], hoi_set.box_labels[obj], _take(hoi_set.hois, rows)[:, 2]
@@ -514,9 +554,11 @@ def _require_objects(hoi_set: HoiSet) -> None:
     missing = np.flatnonzero(hoi_set.hois[:, 1] < 0)
     if missing.size:
         image, local = _image_of(hoi_set.hoi_offsets, missing[0])
-        raise PredictionError(f"{hoi_set.what}: image {image}: field 'hois[{local}].object': HICO-DET HOIs "
-                              "need an object (expected a box index, found -1; -1 is V-COCO's 'no object', "
-                              "use vcoco_map)")
+        raise PredictionError(
+            f"{hoi_set.what}: image {image}: field 'hois[{local}].object': HICO-DET HOIs "
+            "need an object (expected a box index, found -1; -1 is V-COCO's 'no object', "
+            "use vcoco_map)"
+        )
 
 
 def triplet_counts(references: HoiSet) -> dict[tuple[int, int, int], int]:
@@ -532,7 +574,7 @@ def triplet_counts(references: HoiSet) -> dict[tuple[int, int, int], int]:
     if len(triplets) == 0:
         return {}
     unique, counts = np.unique(triplets, axis=0, return_counts=True)
-    return {tuple(int(v) for v in t): int(c) for t, c in zip(unique, counts)}
+    return {tuple(int(v) for v in t): int(c) for t, c in zip(unique, counts, strict=True)}
 
 
 def _mean_or_reason(values: list[float], reason: str) -> tuple[float | None, str | None]:
@@ -628,8 +670,16 @@ def _hoi_result(protocol, aps, recalls, rare, non_rare, per_triplet, why_rare, w
     m_recall, _ = _mean_or_reason(recalls, "")
     pairs = (("mAP", why_map), ("mAP_rare", why_rare), ("mAP_non_rare", why_non_rare))
     reasons = {key: why for key, why in pairs if why is not None}
-    return {"mAP": m_ap, "mAP_rare": m_rare, "mAP_non_rare": m_non_rare, "mean_max_recall": m_recall,
-            "ap_per_triplet": per_triplet, "protocol": protocol, "num_classes": len(aps), "reasons": reasons}
+    return {
+        "mAP": m_ap,
+        "mAP_rare": m_rare,
+        "mAP_non_rare": m_non_rare,
+        "mean_max_recall": m_recall,
+        "ap_per_triplet": per_triplet,
+        "protocol": protocol,
+        "num_classes": len(aps),
+        "reasons": reasons,
+    }
 
 
 def _hoi_class_ids(verbs: np.ndarray, objects: np.ndarray) -> np.ndarray:
@@ -640,8 +690,9 @@ def _hoi_class_ids(verbs: np.ndarray, objects: np.ndarray) -> np.ndarray:
     return _class_table((verbs, objects), table)
 
 
-def _ho_rcnn(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train: HoiSet | None,
-             known_object: bool) -> dict:
+def _ho_rcnn(
+    references: HoiSet, predictions: HoiSet, rows: np.ndarray, train: HoiSet | None, known_object: bool
+) -> dict:
     from hoi_sg_dataset.vocabulary import hico_hoi_classes
 
     classes = hico_hoi_classes()
@@ -649,8 +700,9 @@ def _ho_rcnn(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train: H
     gt_class = _hoi_class_ids(gt_triplets[:, 2], gt_triplets[:, 1])
     outside = int((gt_class < 0).sum())
     if outside:
-        logger.warning("%d GT HOIs are none of the 600 HICO-DET classes; the ho-rcnn protocol ignores them",
-                       outside)
+        logger.warning(
+            "%d GT HOIs are none of the 600 HICO-DET classes; the ho-rcnn protocol ignores them", outside
+        )
     num_gt = np.bincount(gt_class[gt_class >= 0], minlength=len(classes))
     _, pred_objects, pred_verbs = _triplet_columns(predictions, rows)
     class_ids = _hoi_class_ids(pred_verbs, pred_objects)
@@ -658,8 +710,9 @@ def _ho_rcnn(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train: H
         gt_objects = np.unique(np.column_stack([references.hoi_images(), gt_triplets[:, 1]]), axis=0)
         known = _class_table((predictions.hoi_images()[rows], pred_objects), gt_objects) >= 0
         class_ids = np.where(known, class_ids, -1)
-    scored = _score_by_class(references, predictions, rows, class_ids, len(classes), iou_rule="matlab",
-                             labels="hoi_class")
+    scored = _score_by_class(
+        references, predictions, rows, class_ids, len(classes), iou_rule="matlab", labels="hoi_class"
+    )
     counts = None
     if train is not None:
         _require_objects(train)
@@ -707,5 +760,10 @@ def vcoco_map(references: HoiSet, predictions: HoiSet, *, top_k: int | None | st
     thesis_present = [ap_per_verb[v] for v in VCOCO_THESIS_VERBS if v in ap_per_verb]
     m_present, why_present = _mean_or_reason(thesis_present, "no thesis verb has GT")
     reasons = {key: why for key, why in (("mAP_all", why_all), ("mAP_thesis_present", why_present)) if why}
-    return {"mAP_all": m_all, "mAP_thesis": float(np.mean(thesis)), "mAP_thesis_present": m_present,
-            "ap_per_verb": {str(v): ap for v, ap in ap_per_verb.items()}, "reasons": reasons}
+    return {
+        "mAP_all": m_all,
+        "mAP_thesis": float(np.mean(thesis)),
+        "mAP_thesis_present": m_present,
+        "ap_per_verb": {str(v): ap for v, ap in ap_per_verb.items()},
+        "reasons": reasons,
+    }

@@ -18,20 +18,43 @@ VCOCO_MAP_KEYS = ("mAP_all", "mAP_thesis", "mAP_thesis_present")
 
 def register(registry: Registry) -> None:
     """Add the HOI metric commands and demo steps to ``registry``."""
-    registry.add_command(Command("evaluate", "hoi_map", "HICO-DET(-SG) HOI mAP of a prediction file",
-                                 _configure_hoi_map, _run_hoi_map))
-    registry.add_command(Command("evaluate", "vcoco_map", "V-COCO(-SG) role mAP of a prediction file",
-                                 _configure_vcoco_map, _run_vcoco_map))
+    registry.add_command(
+        Command(
+            "evaluate",
+            "hoi_map",
+            "HICO-DET(-SG) HOI mAP of a prediction file",
+            _configure_hoi_map,
+            _run_hoi_map,
+        )
+    )
+    registry.add_command(
+        Command(
+            "evaluate",
+            "vcoco_map",
+            "V-COCO(-SG) role mAP of a prediction file",
+            _configure_vcoco_map,
+            _run_vcoco_map,
+        )
+    )
     registry.add_demo_step(DemoStep("hoi_sg: score a simple rule with hoi_map and vcoco_map", 30, run_demo))
 
 
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--references", type=Path, required=True, help="GT annotation file (PPDM/QPIC JSON)")
-    parser.add_argument("--predictions", type=Path, required=True,
-                        help="PPDM/QPIC prediction file: JSON list of {file_name, predictions, "
-                             "hoi_prediction} (.json or .json.gz)")
-    parser.add_argument("--top-k", type=_top_k, default="default", metavar="N|none",
-                        help="per-image cut by score (default: 100 for qpic, none for ho-rcnn)")
+    parser.add_argument(
+        "--predictions",
+        type=Path,
+        required=True,
+        help="PPDM/QPIC prediction file: JSON list of {file_name, predictions, "
+        "hoi_prediction} (.json or .json.gz)",
+    )
+    parser.add_argument(
+        "--top-k",
+        type=_top_k,
+        default="default",
+        metavar="N|none",
+        help="per-image cut by score (default: 100 for qpic, none for ho-rcnn)",
+    )
     parser.add_argument("--output", type=Path, help="write the result as JSON here")
     parser.add_argument("--per-class", action="store_true", help="also print the AP of every class")
 
@@ -48,8 +71,12 @@ def _top_k(text: str) -> int | str | None:
 def _configure_hoi_map(parser: argparse.ArgumentParser) -> None:
     _common_arguments(parser)
     parser.add_argument("--train-references", type=Path, help="training annotation file, for rare / non-rare")
-    parser.add_argument("--protocol", choices=("qpic", "ho-rcnn"), default="qpic",
-                        help="qpic: QPIC hico_eval.py (default); ho-rcnn: official MATLAB rules")
+    parser.add_argument(
+        "--protocol",
+        choices=("qpic", "ho-rcnn"),
+        default="qpic",
+        help="qpic: QPIC hico_eval.py (default); ho-rcnn: official MATLAB rules",
+    )
     parser.add_argument("--known-object", action="store_true", help="ho-rcnn known-object mode")
 
 
@@ -105,8 +132,14 @@ def _write_output(path: Path | None, result: dict) -> None:
 def _run_hoi_map(args: argparse.Namespace) -> int:
     from hoi_sg_dataset.predictions import hoi_map_files
 
-    result = hoi_map_files(args.references, args.predictions, train_references=args.train_references,
-                           protocol=args.protocol, top_k=args.top_k, known_object=args.known_object)
+    result = hoi_map_files(
+        args.references,
+        args.predictions,
+        train_references=args.train_references,
+        protocol=args.protocol,
+        top_k=args.top_k,
+        known_object=args.known_object,
+    )
     print(hoi_map_table(result, args.per_class))
     _write_output(args.output, result)
     return 0
@@ -130,29 +163,37 @@ def run_demo(context: DemoContext) -> None:
 
     base = context.out_dir / BENCHMARK / "metrics"
     plan = sample_plan()
-    for dataset, trainval, test, seed in (("hico", plan.hico_trainval, plan.hico_test, 368),
-                                          ("vcoco", plan.vcoco_trainval, plan.vcoco_test, 564)):
+    for dataset, trainval, test, seed in (
+        ("hico", plan.hico_trainval, plan.hico_test, 368),
+        ("vcoco", plan.vcoco_trainval, plan.vcoco_test, 564),
+    ):
         split = make_split(trainval, test, dataset, seed=seed)
         train_path = write_annotations(base / f"trainval_{dataset}_sg1.json", split.trainval, dataset)
         test_path = write_annotations(base / f"test_{dataset}_sg1.json", split.test, dataset)
-        pred_path = write_json_atomic(base / f"predictions_{dataset}_sg1.json",
-                                      verb_prior_predictions(split.trainval, split.test))
+        pred_path = write_json_atomic(
+            base / f"predictions_{dataset}_sg1.json", verb_prior_predictions(split.trainval, split.test)
+        )
         held_out = len(split.test_combinations)
         total = held_out + len(split.train_combinations)
-        context.say(f"{dataset} split sg1 (seed {seed}): {len(split.test)} test images, {held_out} of "
-                    f"{total} combinations held out; verb-prior predictions in {pred_path.name}")
+        context.say(
+            f"{dataset} split sg1 (seed {seed}): {len(split.test)} test images, {held_out} of "
+            f"{total} combinations held out; verb-prior predictions in {pred_path.name}"
+        )
         if dataset == "hico":
             for protocol in ("qpic", "ho-rcnn"):
                 result = hoi_map_files(test_path, pred_path, train_references=train_path, protocol=protocol)
-                context.say(f"hoi-bench evaluate hoi_map --protocol {protocol} --references {test_path.name} "
-                            f"--predictions {pred_path.name} --train-references {train_path.name}")
+                context.say(
+                    f"hoi-bench evaluate hoi_map --protocol {protocol} --references {test_path.name} "
+                    f"--predictions {pred_path.name} --train-references {train_path.name}"
+                )
                 for line in hoi_map_table(result).splitlines():
                     context.say(f"  {line}")
                 context.result(f"{BENCHMARK}/hico_split1", "test", f"hoi_map mAP ({protocol})", result["mAP"])
         else:
             result = vcoco_map_files(test_path, pred_path)
-            context.say(f"hoi-bench evaluate vcoco_map --references {test_path.name} "
-                        f"--predictions {pred_path.name}")
+            context.say(
+                f"hoi-bench evaluate vcoco_map --references {test_path.name} --predictions {pred_path.name}"
+            )
             for line in vcoco_map_table(result).splitlines():
                 context.say(f"  {line}")
             context.result(f"{BENCHMARK}/vcoco_split1", "test", "vcoco_map mAP_all", result["mAP_all"])

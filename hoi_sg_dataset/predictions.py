@@ -50,11 +50,17 @@ def _load(path: Path) -> Any:
         with opener(path, "rb") as handle:
             return json.load(handle)
     except json.JSONDecodeError as error:
-        raise FormatError(str(path), "malformed JSON", field=f"line {error.lineno} column {error.colno}",
-                          expected="valid JSON", found=error.msg) from error
+        raise FormatError(
+            str(path),
+            "malformed JSON",
+            field=f"line {error.lineno} column {error.colno}",
+            expected="valid JSON",
+            found=error.msg,
+        ) from error
     except (OSError, EOFError, UnicodeDecodeError) as error:
-        raise FormatError(str(path), "unreadable prediction file", expected="UTF-8 JSON, optionally gzip",
-                          found=str(error)) from error
+        raise FormatError(
+            str(path), "unreadable prediction file", expected="UTF-8 JSON, optionally gzip", found=str(error)
+        ) from error
 
 
 def read_predictions(path: str | os.PathLike, dataset: str | None = None) -> list[ImagePredictions]:
@@ -67,8 +73,9 @@ def read_predictions(path: str | os.PathLike, dataset: str | None = None) -> lis
     return parse_predictions(_load(path), dataset, source=str(path))
 
 
-def parse_predictions(data: Any, dataset: str | None = None, *, source: str = "<predictions>"
-                      ) -> list[ImagePredictions]:
+def parse_predictions(
+    data: Any, dataset: str | None = None, *, source: str = "<predictions>"
+) -> list[ImagePredictions]:
     """Validate decoded prediction JSON and convert each entry to arrays.
 
     >>> entry = {"file_name": "HICO_test2015_00000001.jpg",
@@ -85,15 +92,20 @@ def parse_predictions(data: Any, dataset: str | None = None, *, source: str = "<
     list of HICO_test2015_00000001.jpg (expected 0 <= object_id < 2, found 2)
     """
     if not isinstance(data, list):
-        raise FormatError(source, "a prediction file is a JSON list of image entries", expected="list",
-                          found=type(data).__name__)
+        raise FormatError(
+            source,
+            "a prediction file is a JSON list of image entries",
+            expected="list",
+            found=type(data).__name__,
+        )
     if dataset is None:
         first = data[0].get("file_name") if data and isinstance(data[0], dict) else None
         dataset = detect_dataset(first) if isinstance(first, str) else None
         dataset = dataset or "hico"
     if dataset not in DATASETS:
-        raise FormatError(source, "unknown dataset", field="dataset", expected=" or ".join(DATASETS),
-                          found=dataset)
+        raise FormatError(
+            source, "unknown dataset", field="dataset", expected=" or ".join(DATASETS), found=dataset
+        )
     checker = _EntryChecker(source, dataset)
     return [checker.entry(index, raw) for index, raw in enumerate(data)]
 
@@ -122,8 +134,9 @@ class _EntryChecker:
             raise self.fail(index, "file_name", "missing or empty image file name", "non-empty string", name)
         boxes = raw.get("predictions")
         if type(boxes) is not list:
-            raise self.fail(index, "predictions", f"box list of {name} is missing or not a list", "list",
-                            boxes)
+            raise self.fail(
+                index, "predictions", f"box list of {name} is missing or not a list", "list", boxes
+            )
         box_rows, labels = [], []
         for k, box in enumerate(boxes):
             where = f"predictions[{k}]"
@@ -132,17 +145,28 @@ class _EntryChecker:
             bbox, category = box.get("bbox"), box.get("category_id")
             finite = type(bbox) is list and all(_number(v) and math.isfinite(v) for v in bbox)
             if not finite or len(bbox) != 4:
-                raise self.fail(index, f"{where}.bbox", f"malformed box in {name}",
-                                "[x1, y1, x2, y2] of 4 finite numbers", bbox)
+                raise self.fail(
+                    index,
+                    f"{where}.bbox",
+                    f"malformed box in {name}",
+                    "[x1, y1, x2, y2] of 4 finite numbers",
+                    bbox,
+                )
             if type(category) is not int or category not in self.objects:
-                raise self.fail(index, f"{where}.category_id", f"unknown COCO category in {name}",
-                                "a COCO id among the 80 used in 1..90", category)
+                raise self.fail(
+                    index,
+                    f"{where}.category_id",
+                    f"unknown COCO category in {name}",
+                    "a COCO id among the 80 used in 1..90",
+                    category,
+                )
             box_rows.append(bbox)
             labels.append(category)
         hois = raw.get("hoi_prediction")
         if type(hois) is not list:
-            raise self.fail(index, "hoi_prediction", f"HOI list of {name} is missing or not a list", "list",
-                            hois)
+            raise self.fail(
+                index, "hoi_prediction", f"HOI list of {name} is missing or not a list", "list", hois
+            )
         triples, scores = [], []
         low = -1 if self.no_object else 0
         for k, hoi in enumerate(hois):
@@ -153,20 +177,45 @@ class _EntryChecker:
             subject, obj, verb, score = (hoi.get(key) for key in keys)
             for key, value in (("subject_id", subject), ("object_id", obj), ("category_id", verb)):
                 if type(value) is not int:
-                    raise self.fail(index, f"{where}.{key}",
-                                    f"HOI field of {name} is missing or not an integer", "int", value)
+                    raise self.fail(
+                        index,
+                        f"{where}.{key}",
+                        f"HOI field of {name} is missing or not an integer",
+                        "int",
+                        value,
+                    )
             if not 0 <= subject < len(box_rows):
-                raise self.fail(index, f"{where}.subject_id", f"index past the box list of {name}",
-                                f"0 <= subject_id < {len(box_rows)}", subject)
+                raise self.fail(
+                    index,
+                    f"{where}.subject_id",
+                    f"index past the box list of {name}",
+                    f"0 <= subject_id < {len(box_rows)}",
+                    subject,
+                )
             if not low <= obj < len(box_rows):
-                raise self.fail(index, f"{where}.object_id", f"index past the box list of {name}",
-                                f"{low} <= object_id < {len(box_rows)}", obj)
+                raise self.fail(
+                    index,
+                    f"{where}.object_id",
+                    f"index past the box list of {name}",
+                    f"{low} <= object_id < {len(box_rows)}",
+                    obj,
+                )
             if verb not in self.verbs:
-                raise self.fail(index, f"{where}.category_id", f"unknown verb id in {name}",
-                                f"a verb id in {self.verbs.raw_ids[0]}..{self.verbs.raw_ids[-1]}", verb)
+                raise self.fail(
+                    index,
+                    f"{where}.category_id",
+                    f"unknown verb id in {name}",
+                    f"a verb id in {self.verbs.raw_ids[0]}..{self.verbs.raw_ids[-1]}",
+                    verb,
+                )
             if not _number(score) or not math.isfinite(score):
-                raise self.fail(index, f"{where}.score", f"score of {name} is not a finite number",
-                                "a finite number", score)
+                raise self.fail(
+                    index,
+                    f"{where}.score",
+                    f"score of {name} is not a finite number",
+                    "a finite number",
+                    score,
+                )
             triples.append((subject, obj, verb))
             scores.append(score)
         return ImagePredictions(
@@ -188,8 +237,9 @@ def reference_set(records: Sequence[ImageRecord]) -> HoiSet:
     )
 
 
-def prediction_set(records: Sequence[ImageRecord], predictions: Sequence[ImagePredictions],
-                   source: str = "<predictions>") -> HoiSet:
+def prediction_set(
+    records: Sequence[ImageRecord], predictions: Sequence[ImagePredictions], source: str = "<predictions>"
+) -> HoiSet:
     """Predictions aligned with the GT ``records`` by file name (a GT image without entry predicts nothing).
 
     Raises ``PredictionError`` for an entry whose image is not in the GT and for two entries of one image.
@@ -199,12 +249,16 @@ def prediction_set(records: Sequence[ImageRecord], predictions: Sequence[ImagePr
     for index, entry in enumerate(predictions):
         image = position.get(entry.file_name)
         if image is None:
-            raise PredictionError(f"{source}: record {index}: field 'file_name': image not in the references "
-                                  f"(expected one of the {len(records)} GT file names, "
-                                  f"found {entry.file_name!r})")
+            raise PredictionError(
+                f"{source}: record {index}: field 'file_name': image not in the references "
+                f"(expected one of the {len(records)} GT file names, "
+                f"found {entry.file_name!r})"
+            )
         if aligned[image] is not None:
-            raise PredictionError(f"{source}: record {index}: field 'file_name': second entry for one image "
-                                  f"(expected one entry per image, found {entry.file_name!r} again)")
+            raise PredictionError(
+                f"{source}: record {index}: field 'file_name': second entry for one image "
+                f"(expected one entry per image, found {entry.file_name!r} again)"
+            )
         aligned[image] = entry
     empty_boxes, empty_ids = np.zeros((0, 4)), np.zeros(0, dtype=np.int64)
     return HoiSet.from_images(
@@ -222,19 +276,27 @@ def prediction_json(predictions: HoiSet, file_names: Sequence[str]) -> list[dict
     for i, name in enumerate(file_names):
         b0, b1 = predictions.box_offsets[i], predictions.box_offsets[i + 1]
         h0, h1 = predictions.hoi_offsets[i], predictions.hoi_offsets[i + 1]
-        out.append({
-            "file_name": name,
-            "predictions": [{"bbox": [float(v) for v in box], "category_id": int(label)}
-                            for box, label in zip(predictions.boxes[b0:b1], predictions.box_labels[b0:b1])],
-            "hoi_prediction": [
-                {"subject_id": int(s), "object_id": int(o), "category_id": int(v), "score": float(p)}
-                for (s, o, v), p in zip(predictions.hois[h0:h1], predictions.scores[h0:h1])],
-        })
+        out.append(
+            {
+                "file_name": name,
+                "predictions": [
+                    {"bbox": [float(v) for v in box], "category_id": int(label)}
+                    for box, label in zip(
+                        predictions.boxes[b0:b1], predictions.box_labels[b0:b1], strict=True
+                    )
+                ],
+                "hoi_prediction": [
+                    {"subject_id": int(s), "object_id": int(o), "category_id": int(v), "score": float(p)}
+                    for (s, o, v), p in zip(predictions.hois[h0:h1], predictions.scores[h0:h1], strict=True)
+                ],
+            }
+        )
     return out
 
 
-def load_sets(references: str | os.PathLike, predictions: str | os.PathLike, dataset: str
-              ) -> tuple[HoiSet, HoiSet, list[ImageRecord]]:
+def load_sets(
+    references: str | os.PathLike, predictions: str | os.PathLike, dataset: str
+) -> tuple[HoiSet, HoiSet, list[ImageRecord]]:
     """Read a GT file and a prediction file of ``dataset``: ``(references, predictions, GT records)``."""
     from hoi_sg_dataset.formats import read_annotations
 
@@ -243,8 +305,13 @@ def load_sets(references: str | os.PathLike, predictions: str | os.PathLike, dat
     return reference_set(records), prediction_set(records, entries, source=str(predictions)), records
 
 
-def hoi_map_files(references: str | os.PathLike, predictions: str | os.PathLike, *,
-                  train_references: str | os.PathLike | None = None, **options: Any) -> dict:
+def hoi_map_files(
+    references: str | os.PathLike,
+    predictions: str | os.PathLike,
+    *,
+    train_references: str | os.PathLike | None = None,
+    **options: Any,
+) -> dict:
     """``evaluation.hoi_map`` of a HICO-DET(-SG) GT file and a prediction file (``options``: protocol...)."""
     from hoi_sg_dataset.evaluation import hoi_map
     from hoi_sg_dataset.formats import read_annotations
@@ -262,8 +329,9 @@ def vcoco_map_files(references: str | os.PathLike, predictions: str | os.PathLik
     return vcoco_map(gt, pred, **options)
 
 
-def verb_prior_predictions(train: Sequence[ImageRecord], test: Sequence[ImageRecord], *, jitter: float = 2.0,
-                           seed: int = 0) -> list[dict]:
+def verb_prior_predictions(
+    train: Sequence[ImageRecord], test: Sequence[ImageRecord], *, jitter: float = 2.0, seed: int = 0
+) -> list[dict]:
     """Prediction-file entries of a simple rule, for demos and tests: no detector, no image pixels.
 
     Every (subject, object) box pair of a test image's GT boxes (moved by up to ``jitter`` pixels) gets every
@@ -302,14 +370,23 @@ def verb_prior_predictions(train: Sequence[ImageRecord], test: Sequence[ImageRec
                 if o == s:
                     continue
                 closeness = 1.0 / (1.0 + float(np.linalg.norm(centres[o] - centres[s])) / height)
-                hois += [{"subject_id": int(s), "object_id": o, "category_id": verb,
-                          "score": float(p * closeness)} for verb, p in prior.items() if verb in with_object]
-            hois += [{"subject_id": int(s), "object_id": -1, "category_id": verb, "score": float(prior[verb])}
-                     for verb in sorted(no_object)]
-        entries.append({
-            "file_name": record.file_name,
-            "predictions": [{"bbox": [round(float(v), 2) for v in box], "category_id": int(label)}
-                            for box, label in zip(boxes, labels)],
-            "hoi_prediction": hois,
-        })
+                hois += [
+                    {"subject_id": int(s), "object_id": o, "category_id": verb, "score": float(p * closeness)}
+                    for verb, p in prior.items()
+                    if verb in with_object
+                ]
+            hois += [
+                {"subject_id": int(s), "object_id": -1, "category_id": verb, "score": float(prior[verb])}
+                for verb in sorted(no_object)
+            ]
+        entries.append(
+            {
+                "file_name": record.file_name,
+                "predictions": [
+                    {"bbox": [round(float(v), 2) for v in box], "category_id": int(label)}
+                    for box, label in zip(boxes, labels, strict=True)
+                ],
+                "hoi_prediction": hois,
+            }
+        )
     return entries

@@ -80,8 +80,10 @@ def _checked_fast_route(predictions, references, prediction_set, reference_set):
         raise ValueError("give both prediction_set and reference_set, or neither")
     expected = list(range(reference_set.num_images))
     if list(predictions) != expected or list(references) != expected:
-        raise ValueError("with prediction_set/reference_set, pass predictions = references = "
-                         f"list(range({reference_set.num_images})) (one row per image, in order)")
+        raise ValueError(
+            "with prediction_set/reference_set, pass predictions = references = "
+            f"list(range({reference_set.num_images})) (one row per image, in order)"
+        )
     return prediction_set, reference_set
 
 
@@ -95,27 +97,46 @@ class HoiMap(evaluate.Metric):
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=[
-                datasets.Features({
-                    "predictions": dict(_IMAGE, scores=datasets.List(datasets.Value("float64"))),
-                    "references": dict(_IMAGE),
-                }),
-                datasets.Features({"predictions": datasets.Value("int64"),
-                                   "references": datasets.Value("int64")}),
+                datasets.Features(
+                    {
+                        "predictions": dict(_IMAGE, scores=datasets.List(datasets.Value("float64"))),
+                        "references": dict(_IMAGE),
+                    }
+                ),
+                datasets.Features(
+                    {"predictions": datasets.Value("int64"), "references": datasets.Value("int64")}
+                ),
             ],
-            reference_urls=["https://github.com/hitachi-rd-cv/qpic", "https://github.com/ywchao/ho-rcnn",
-                            "https://github.com/FujitsuResearch/hoi_sg"],
+            reference_urls=[
+                "https://github.com/hitachi-rd-cv/qpic",
+                "https://github.com/ywchao/ho-rcnn",
+                "https://github.com/FujitsuResearch/hoi_sg",
+            ],
         )
 
-    def _compute(self, predictions, references, protocol="qpic", train_references=None, top_k="default",
-                 known_object=False, prediction_set=None, reference_set=None):
+    def _compute(
+        self,
+        predictions,
+        references,
+        protocol="qpic",
+        train_references=None,
+        top_k="default",
+        known_object=False,
+        prediction_set=None,
+        reference_set=None,
+    ):
         if prediction_set is not None or reference_set is not None:
             pred, ref = _checked_fast_route(predictions, references, prediction_set, reference_set)
         else:
             pred, ref = _as_set(predictions, "predictions", True), _as_set(references, "references", False)
         train = None
         if train_references is not None:
-            train = train_references if isinstance(train_references, HoiSet) else _as_set(
-                train_references, "train_references", False)
-        result = hoi_map(ref, pred, protocol=protocol, train_references=train, top_k=top_k,
-                         known_object=known_object)
+            train = (
+                train_references
+                if isinstance(train_references, HoiSet)
+                else _as_set(train_references, "train_references", False)
+            )
+        result = hoi_map(
+            ref, pred, protocol=protocol, train_references=train, top_k=top_k, known_object=known_object
+        )
         return {key: float(v) if isinstance(v, np.floating) else v for key, v in result.items()}

@@ -78,8 +78,10 @@ def _checked_fast_route(predictions, references, prediction_set, reference_set):
         raise ValueError("give both prediction_set and reference_set, or neither")
     expected = list(range(reference_set.num_images))
     if list(predictions) != expected or list(references) != expected:
-        raise ValueError("with prediction_set/reference_set, pass predictions = references = "
-                         f"list(range({reference_set.num_images})) (one row per image, in order)")
+        raise ValueError(
+            "with prediction_set/reference_set, pass predictions = references = "
+            f"list(range({reference_set.num_images})) (one row per image, in order)"
+        )
     return prediction_set, reference_set
 
 
@@ -93,15 +95,21 @@ class VcocoMap(evaluate.Metric):
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=[
-                datasets.Features({
-                    "predictions": dict(_IMAGE, scores=datasets.List(datasets.Value("float64"))),
-                    "references": dict(_IMAGE),
-                }),
-                datasets.Features({"predictions": datasets.Value("int64"),
-                                   "references": datasets.Value("int64")}),
+                datasets.Features(
+                    {
+                        "predictions": dict(_IMAGE, scores=datasets.List(datasets.Value("float64"))),
+                        "references": dict(_IMAGE),
+                    }
+                ),
+                datasets.Features(
+                    {"predictions": datasets.Value("int64"), "references": datasets.Value("int64")}
+                ),
             ],
-            reference_urls=["https://github.com/hitachi-rd-cv/qpic", "https://github.com/s-gupta/v-coco",
-                            "https://github.com/FujitsuResearch/hoi_sg"],
+            reference_urls=[
+                "https://github.com/hitachi-rd-cv/qpic",
+                "https://github.com/s-gupta/v-coco",
+                "https://github.com/FujitsuResearch/hoi_sg",
+            ],
         )
 
     def _compute(self, predictions, references, top_k="default", prediction_set=None, reference_set=None):

@@ -1,5 +1,6 @@
-"""Every metric in ``metrics/`` loads offline from any directory: after ``hoi-bench install-metrics`` by bare name,
-and always through ``hoi_bench.metric_path`` (a fresh process, temporary cwd, HF_EVALUATE_OFFLINE=1, own cache)."""
+"""Every metric in ``metrics/`` loads offline from any directory: by bare name after ``hoi-bench
+install-metrics``, and always through ``hoi_bench.metric_path`` (fresh process, temporary cwd,
+HF_EVALUATE_OFFLINE=1, own modules cache)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,14 @@ json.dump(report, sys.stdout)
 
 def offline_env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(HF_HOME=str(tmp_path / "hf-home"), HF_MODULES_CACHE=str(tmp_path / "modules"),
-               HF_EVALUATE_OFFLINE="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_UPDATE_DOWNLOAD_COUNTS="0")
+    env.update(
+        HF_HOME=str(tmp_path / "hf-home"),
+        HF_MODULES_CACHE=str(tmp_path / "modules"),
+        HF_EVALUATE_OFFLINE="1",
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        HF_UPDATE_DOWNLOAD_COUNTS="0",
+    )
     return env
 
 
@@ -48,13 +55,20 @@ def test_install_metrics_then_bare_names_load_offline_from_any_directory(tmp_pat
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = offline_env(tmp_path)
-    installed = subprocess.run([sys.executable, "-m", "hoi_bench.cli", "install-metrics"], cwd=elsewhere, env=env,
-                               capture_output=True, text=True, timeout=120)
+    installed = subprocess.run(
+        [sys.executable, "-m", "hoi_bench.cli", "install-metrics"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert installed.returncode == 0, installed.stderr
     for name in metric_names():
         assert name in installed.stdout
-    loaded = subprocess.run([sys.executable, "-c", LOAD_ALL], cwd=elsewhere, env=env, capture_output=True,
-                            text=True, timeout=300)
+    loaded = subprocess.run(
+        [sys.executable, "-c", LOAD_ALL], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300
+    )
     assert loaded.returncode == 0, loaded.stderr
     report = json.loads(loaded.stdout)
     assert sorted(report) == metric_names()

@@ -41,8 +41,11 @@ def iou_matlab(gt_box, det_box) -> float:
     ih = min(gt_box[3], det_box[3]) - max(gt_box[1], det_box[1]) + 1
     if iw <= 0 or ih <= 0:
         return 0
-    union = ((det_box[2] - det_box[0] + 1) * (det_box[3] - det_box[1] + 1)
-             + (gt_box[2] - gt_box[0] + 1) * (gt_box[3] - gt_box[1] + 1) - iw * ih)
+    union = (
+        (det_box[2] - det_box[0] + 1) * (det_box[3] - det_box[1] + 1)
+        + (gt_box[2] - gt_box[0] + 1) * (gt_box[3] - gt_box[1] + 1)
+        - iw * ih
+    )
     return iw * ih / union
 
 
@@ -93,9 +96,12 @@ def _greedy(gt_record, pred_record, top_k, *, vcoco: bool):
                 if o > best:
                     best, best_gt = o, g
         if found:
-            first_equal = next(k for k, g in enumerate(gt_hois)
-                               if (g["subject_id"], g["object_id"], g["category_id"])
-                               == (best_gt["subject_id"], best_gt["object_id"], best_gt["category_id"]))
+            first_equal = next(
+                k
+                for k, g in enumerate(gt_hois)
+                if (g["subject_id"], g["object_id"], g["category_id"])
+                == (best_gt["subject_id"], best_gt["object_id"], best_gt["category_id"])
+            )
         if found and not used[first_equal]:
             used[first_equal] = True
             yield p, True
@@ -103,21 +109,31 @@ def _greedy(gt_record, pred_record, top_k, *, vcoco: bool):
             yield p, False
 
 
-def qpic_hico(gts: list[dict], preds: list[dict], train: list[dict] | None = None, top_k: int | None = 100) -> dict:
+def qpic_hico(
+    gts: list[dict], preds: list[dict], train: list[dict] | None = None, top_k: int | None = 100
+) -> dict:
     """QPIC hico_eval.py numbers: mAP, rare/non-rare (None when empty), mean max recall, AP per triplet."""
     gt_triplets, sum_gts = [], defaultdict(int)
     for record in gts:
         boxes = record["annotations"]
         for h in record["hoi_annotation"]:
-            t = (boxes[h["subject_id"]]["category_id"], boxes[h["object_id"]]["category_id"], h["category_id"])
+            t = (
+                boxes[h["subject_id"]]["category_id"],
+                boxes[h["object_id"]]["category_id"],
+                h["category_id"],
+            )
             if t not in gt_triplets:
                 gt_triplets.append(t)
             sum_gts[t] += 1
     tp, score = defaultdict(list), defaultdict(list)
-    for gt_record, pred_record in zip(gts, preds):
+    for gt_record, pred_record in zip(gts, preds, strict=True):
         boxes = pred_record["predictions"]
         for p, hit in _greedy(gt_record, pred_record, top_k, vcoco=False):
-            t = (boxes[p["subject_id"]]["category_id"], boxes[p["object_id"]]["category_id"], p["category_id"])
+            t = (
+                boxes[p["subject_id"]]["category_id"],
+                boxes[p["object_id"]]["category_id"],
+                p["category_id"],
+            )
             if t not in gt_triplets:
                 continue
             tp[t].append(1 if hit else 0)
@@ -128,8 +144,13 @@ def qpic_hico(gts: list[dict], preds: list[dict], train: list[dict] | None = Non
         for record in train:
             boxes = record["annotations"]
             for h in record["hoi_annotation"]:
-                counts[(boxes[h["subject_id"]]["category_id"], boxes[h["object_id"]]["category_id"],
-                        h["category_id"])] += 1
+                counts[
+                    (
+                        boxes[h["subject_id"]]["category_id"],
+                        boxes[h["object_id"]]["category_id"],
+                        h["category_id"],
+                    )
+                ] += 1
     ap, max_recall, rare, non_rare = {}, {}, {}, {}
     for t in gt_triplets:
         if not tp[t]:
@@ -153,13 +174,13 @@ def qpic_hico(gts: list[dict], preds: list[dict], train: list[dict] | None = Non
 
 
 def qpic_vcoco(gts: list[dict], preds: list[dict], top_k: int | None = 100) -> dict:
-    """QPIC vcoco_eval.py numbers: AP per verb, mAP_all over verbs with GT, mAP_thesis with absent verbs as 0."""
+    """QPIC vcoco_eval.py numbers: AP per verb, mAP_all over verbs with GT, mAP_thesis (absent verbs 0)."""
     sum_gts = defaultdict(int)
     for record in gts:
         for h in record["hoi_annotation"]:
             sum_gts[h["category_id"]] += 1
     tp, score = defaultdict(list), defaultdict(list)
-    for gt_record, pred_record in zip(gts, preds):
+    for gt_record, pred_record in zip(gts, preds, strict=True):
         for p, hit in _greedy(gt_record, pred_record, top_k, vcoco=True):
             tp[p["category_id"]].append(1 if hit else 0)
             score[p["category_id"]].append(p["score"])
@@ -178,9 +199,14 @@ def qpic_vcoco(gts: list[dict], preds: list[dict], top_k: int | None = 100) -> d
     return {"mAP_all": m_all, "mAP_thesis": thesis, "ap_per_verb": per_verb}
 
 
-def ho_rcnn(gts: list[dict], preds: list[dict], hoi_classes: list[tuple[int, int]], train: list[dict] | None = None,
-            known_object: bool = False) -> dict:
-    """Official MATLAB rules, class by class: ``hoi_classes`` lists (verb, object category) in HOI-id order."""
+def ho_rcnn(
+    gts: list[dict],
+    preds: list[dict],
+    hoi_classes: list[tuple[int, int]],
+    train: list[dict] | None = None,
+    known_object: bool = False,
+) -> dict:
+    """Official MATLAB rules, class by class; ``hoi_classes``: (verb, object category) in HOI-id order."""
     thresholds = [0.0, 0.1, 0.2, 0.1 * 3, 0.4, 0.5, 1 - 0.1 * 4, 1 - 0.1 * 3, 1 - 0.1 * 2, 1 - 0.1, 1.0]
     aps, recalls, per_class, rare, non_rare = [], [], {}, [], []
     train_counts = defaultdict(int)
@@ -189,11 +215,13 @@ def ho_rcnn(gts: list[dict], preds: list[dict], hoi_classes: list[tuple[int, int
             train_counts[(h["category_id"], record["annotations"][h["object_id"]]["category_id"])] += 1
     for verb, obj in hoi_classes:
         detections, npos, gt_pairs = [], 0, []
-        for image, (gt_record, pred_record) in enumerate(zip(gts, preds)):
+        for image, (gt_record, pred_record) in enumerate(zip(gts, preds, strict=True)):
             boxes = gt_record["annotations"]
-            pairs = [(boxes[h["subject_id"]]["bbox"], boxes[h["object_id"]]["bbox"])
-                     for h in gt_record["hoi_annotation"]
-                     if h["category_id"] == verb and boxes[h["object_id"]]["category_id"] == obj]
+            pairs = [
+                (boxes[h["subject_id"]]["bbox"], boxes[h["object_id"]]["bbox"])
+                for h in gt_record["hoi_annotation"]
+                if h["category_id"] == verb and boxes[h["object_id"]]["category_id"] == obj
+            ]
             gt_pairs.append(pairs)
             npos += len(pairs)
             objects = {boxes[h["object_id"]]["category_id"] for h in gt_record["hoi_annotation"]}
@@ -202,9 +230,10 @@ def ho_rcnn(gts: list[dict], preds: list[dict], hoi_classes: list[tuple[int, int
             pboxes = pred_record["predictions"]
             for p in pred_record["hoi_prediction"]:
                 if p["category_id"] == verb and pboxes[p["object_id"]]["category_id"] == obj:
-                    detections.append((image, pboxes[p["subject_id"]]["bbox"], pboxes[p["object_id"]]["bbox"],
-                                       p["score"]))
-        order = sorted(range(len(detections)), key=lambda k: -detections[k][3])   # stable, like MATLAB sort
+                    detections.append(
+                        (image, pboxes[p["subject_id"]]["bbox"], pboxes[p["object_id"]]["bbox"], p["score"])
+                    )
+        order = sorted(range(len(detections)), key=lambda k: -detections[k][3])  # stable, like MATLAB sort
         detected = [[False] * len(pairs) for pairs in gt_pairs]
         hits = []
         for k in order:
@@ -232,6 +261,10 @@ def ho_rcnn(gts: list[dict], preds: list[dict], hoi_classes: list[tuple[int, int
         per_class[f"1_{obj}_{verb}"] = float(ap)
         if train is not None:
             (rare if train_counts[(verb, obj)] < 10 else non_rare).append(ap)
-    return {"mAP": float(np.mean(aps)), "mAP_rare": float(np.mean(rare)) if rare else None,
-            "mAP_non_rare": float(np.mean(non_rare)) if non_rare else None,
-            "mean_max_recall": float(np.mean(recalls)), "ap_per_triplet": per_class}
+    return {
+        "mAP": float(np.mean(aps)),
+        "mAP_rare": float(np.mean(rare)) if rare else None,
+        "mAP_non_rare": float(np.mean(non_rare)) if non_rare else None,
+        "mean_max_recall": float(np.mean(recalls)),
+        "ap_per_triplet": per_class,
+    }

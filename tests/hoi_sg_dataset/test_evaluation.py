@@ -22,8 +22,9 @@ HOLD, CARRY = 37, 9
 
 
 def one_image(boxes, labels, hois, scores=None) -> HoiSet:
-    return HoiSet.from_images(boxes=[boxes], box_labels=[labels], hois=[hois],
-                              scores=None if scores is None else [scores])
+    return HoiSet.from_images(
+        boxes=[boxes], box_labels=[labels], hois=[hois], scores=None if scores is None else [scores]
+    )
 
 
 def eleven_point_sum(values) -> float:
@@ -40,10 +41,17 @@ GT_LABELS = [PERSON, CUP, PERSON, CUP]
 
 
 def test_perfect_predictions_score_one_under_every_protocol():
-    gt = HoiSet.from_images(boxes=[GT_BOXES, GT_BOXES[:2]], box_labels=[GT_LABELS, GT_LABELS[:2]],
-                            hois=[[[0, 1, HOLD], [2, 3, CARRY]], [[0, 1, CARRY]]])
-    pred = HoiSet.from_images(boxes=[GT_BOXES, GT_BOXES[:2]], box_labels=[GT_LABELS, GT_LABELS[:2]],
-                              hois=[[[0, 1, HOLD], [2, 3, CARRY]], [[0, 1, CARRY]]], scores=[[0.9, 0.8], [0.7]])
+    gt = HoiSet.from_images(
+        boxes=[GT_BOXES, GT_BOXES[:2]],
+        box_labels=[GT_LABELS, GT_LABELS[:2]],
+        hois=[[[0, 1, HOLD], [2, 3, CARRY]], [[0, 1, CARRY]]],
+    )
+    pred = HoiSet.from_images(
+        boxes=[GT_BOXES, GT_BOXES[:2]],
+        box_labels=[GT_LABELS, GT_LABELS[:2]],
+        hois=[[[0, 1, HOLD], [2, 3, CARRY]], [[0, 1, CARRY]]],
+        scores=[[0.9, 0.8], [0.7]],
+    )
     qpic = hoi_map(gt, pred)
     assert qpic["mAP"] == PERFECT == pytest.approx(1.0, abs=1e-12)
     assert qpic["mean_max_recall"] == 1.0
@@ -57,9 +65,12 @@ def test_perfect_predictions_score_one_under_every_protocol():
 
 def test_no_fallback_to_the_second_best_gt():
     """The second prediction's best GT is taken, so it is an FP although another GT would fit it."""
-    gt = one_image([[0, 0, 40, 40], [0, 0, 40, 40], [2, 0, 42, 40]], [PERSON, CUP, CUP],
-                   [[0, 1, HOLD], [0, 2, HOLD]])
-    pred = one_image([[0, 0, 40, 40], [0, 0, 40, 40]], [PERSON, CUP], [[0, 1, HOLD], [0, 1, HOLD]], [0.9, 0.8])
+    gt = one_image(
+        [[0, 0, 40, 40], [0, 0, 40, 40], [2, 0, 42, 40]], [PERSON, CUP, CUP], [[0, 1, HOLD], [0, 2, HOLD]]
+    )
+    pred = one_image(
+        [[0, 0, 40, 40], [0, 0, 40, 40]], [PERSON, CUP], [[0, 1, HOLD], [0, 1, HOLD]], [0.9, 0.8]
+    )
     is_tp, best = match_predictions(gt, pred, rank_predictions(pred, None))
     assert is_tp.tolist() == [True, False]
     assert best.tolist() == [0, 0]
@@ -75,11 +86,16 @@ def test_duplicated_gt_hoi_can_match_only_once_but_counts_twice():
 
 def test_prediction_of_a_triplet_absent_from_gt_is_ignored_not_false_positive():
     gt = one_image(GT_BOXES[:2], GT_LABELS[:2], [[0, 1, HOLD]])
-    pred = one_image(GT_BOXES[:2] + [[0, 0, 5, 5]], GT_LABELS[:2] + [BICYCLE],
-                     [[0, 2, HOLD], [0, 1, CARRY], [0, 1, HOLD]], [0.9, 0.8, 0.1])
+    pred = one_image(
+        GT_BOXES[:2] + [[0, 0, 5, 5]],
+        GT_LABELS[:2] + [BICYCLE],
+        [[0, 2, HOLD], [0, 1, CARRY], [0, 1, HOLD]],
+        [0.9, 0.8, 0.1],
+    )
     assert hoi_map(gt, pred)["mAP"] == PERFECT
-    wrong_place = one_image([[0, 0, 5, 5]] + GT_BOXES[:2], [CUP] + GT_LABELS[:2], [[1, 0, HOLD], [1, 2, HOLD]],
-                            [0.9, 0.1])
+    wrong_place = one_image(
+        [[0, 0, 5, 5]] + GT_BOXES[:2], [CUP] + GT_LABELS[:2], [[1, 0, HOLD], [1, 2, HOLD]], [0.9, 0.1]
+    )
     assert hoi_map(gt, wrong_place)["mAP"] == eleven_point_sum([0.5] * 11)
 
 
@@ -92,9 +108,15 @@ def test_predicted_labels_decide_the_triplet_and_iou_is_zero_across_categories()
 
 
 def test_images_without_gt_boxes_count_every_prediction_as_false_positive():
-    gt = HoiSet.from_images(boxes=[GT_BOXES[:2], []], box_labels=[GT_LABELS[:2], []], hois=[[[0, 1, HOLD]], []])
-    pred = HoiSet.from_images(boxes=[GT_BOXES[:2], GT_BOXES[:2]], box_labels=[GT_LABELS[:2], GT_LABELS[:2]],
-                              hois=[[[0, 1, HOLD]], [[0, 1, HOLD]]], scores=[[0.5], [0.9]])
+    gt = HoiSet.from_images(
+        boxes=[GT_BOXES[:2], []], box_labels=[GT_LABELS[:2], []], hois=[[[0, 1, HOLD]], []]
+    )
+    pred = HoiSet.from_images(
+        boxes=[GT_BOXES[:2], GT_BOXES[:2]],
+        box_labels=[GT_LABELS[:2], GT_LABELS[:2]],
+        hois=[[[0, 1, HOLD]], [[0, 1, HOLD]]],
+        scores=[[0.5], [0.9]],
+    )
     assert hoi_map(gt, pred)["mAP"] == eleven_point_sum([0.5] * 11)
     assert vcoco_map(gt, pred)["mAP_all"] == eleven_point_sum([0.5] * 11)
 
@@ -106,11 +128,13 @@ def test_one_pixel_touch_is_no_overlap_for_qpic_but_overlap_for_matlab():
 
 
 def test_top_k_cut_keeps_file_order_among_equal_scores():
-    pred = one_image(GT_BOXES[:2], GT_LABELS[:2], [[0, 1, HOLD], [0, 1, CARRY], [0, 1, HOLD]], [0.5, 0.5, 0.5])
+    pred = one_image(
+        GT_BOXES[:2], GT_LABELS[:2], [[0, 1, HOLD], [0, 1, CARRY], [0, 1, HOLD]], [0.5, 0.5, 0.5]
+    )
     assert rank_predictions(pred, 1).tolist() == [0]
     gt = one_image(GT_BOXES[:2], GT_LABELS[:2], [[0, 1, CARRY]])
     assert hoi_map(gt, pred, top_k=1)["mAP"] == 0.0
-    assert hoi_map(gt, pred, top_k=2)["mAP"] == PERFECT   # the hold predictions are ignored: not a GT triplet
+    assert hoi_map(gt, pred, top_k=2)["mAP"] == PERFECT  # the hold predictions are ignored: not a GT triplet
 
 
 def test_recall_exactly_point_seven_differs_between_np_arange_and_matlab_thresholds():
@@ -121,37 +145,54 @@ def test_recall_exactly_point_seven_differs_between_np_arange_and_matlab_thresho
     gt = one_image(boxes, labels, hois)
     pred = one_image(boxes, labels, hois[:7], [0.9] * 7)
     assert hoi_map(gt, pred)["mAP"] == eleven_point_sum([1.0] * 7)
-    assert hoi_map(gt, pred, protocol="ho-rcnn")["ap_per_triplet"][f"{PERSON}_{CUP}_{HOLD}"] == eleven_point_sum(
-        [1.0] * 8)
+    assert hoi_map(gt, pred, protocol="ho-rcnn")["ap_per_triplet"][
+        f"{PERSON}_{CUP}_{HOLD}"
+    ] == eleven_point_sum([1.0] * 8)
 
 
 def test_score_ties_in_a_large_class_resolve_as_upstream_argsort():
-    """Past 16 detections numpy's default argsort is not stable; the result must still equal the loop reference."""
+    """Past 16 detections numpy's default argsort is not stable; the result must still equal the reference."""
     rng = np.random.default_rng(7)
     gts, preds = [], []
     for _ in range(12):
-        gts.append({"annotations": [{"bbox": GT_BOXES[0], "category_id": PERSON},
-                                    {"bbox": GT_BOXES[1], "category_id": CUP}],
-                    "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": HOLD}]})
-        hois = [{"subject_id": 0, "object_id": 1, "category_id": HOLD, "score": float(rng.choice([0.3, 0.6]))}
-                for _ in range(3)]
+        gts.append(
+            {
+                "annotations": [
+                    {"bbox": GT_BOXES[0], "category_id": PERSON},
+                    {"bbox": GT_BOXES[1], "category_id": CUP},
+                ],
+                "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": HOLD}],
+            }
+        )
+        hois = [
+            {"subject_id": 0, "object_id": 1, "category_id": HOLD, "score": float(rng.choice([0.3, 0.6]))}
+            for _ in range(3)
+        ]
         preds.append({"predictions": gts[-1]["annotations"], "hoi_prediction": hois})
     expected = reference.qpic_hico(gts, preds)
-    gt = HoiSet.from_images(boxes=[GT_BOXES[:2]] * 12, box_labels=[GT_LABELS[:2]] * 12, hois=[[[0, 1, HOLD]]] * 12)
-    pred = HoiSet.from_images(boxes=[GT_BOXES[:2]] * 12, box_labels=[GT_LABELS[:2]] * 12,
-                              hois=[[[0, 1, HOLD]] * 3] * 12,
-                              scores=[[h["score"] for h in p["hoi_prediction"]] for p in preds])
+    gt = HoiSet.from_images(
+        boxes=[GT_BOXES[:2]] * 12, box_labels=[GT_LABELS[:2]] * 12, hois=[[[0, 1, HOLD]]] * 12
+    )
+    pred = HoiSet.from_images(
+        boxes=[GT_BOXES[:2]] * 12,
+        box_labels=[GT_LABELS[:2]] * 12,
+        hois=[[[0, 1, HOLD]] * 3] * 12,
+        scores=[[h["score"] for h in p["hoi_prediction"]] for p in preds],
+    )
     assert hoi_map(gt, pred)["mAP"] == expected["mAP"]
 
 
 def test_rare_and_non_rare_come_from_training_counts():
     gt = one_image(GT_BOXES, GT_LABELS, [[0, 1, HOLD], [2, 3, CARRY]])
     pred = one_image(GT_BOXES, GT_LABELS, [[0, 1, HOLD]], [0.9])
-    train = HoiSet.from_images(boxes=[GT_BOXES] * 10, box_labels=[GT_LABELS] * 10,
-                               hois=[[[0, 1, HOLD], [2, 3, CARRY]]] + [[[0, 1, HOLD]]] * 9)
+    train = HoiSet.from_images(
+        boxes=[GT_BOXES] * 10,
+        box_labels=[GT_LABELS] * 10,
+        hois=[[[0, 1, HOLD], [2, 3, CARRY]]] + [[[0, 1, HOLD]]] * 9,
+    )
     result = hoi_map(gt, pred, train_references=train)
-    assert result["mAP_non_rare"] == PERFECT      # hold cup: 10 training instances
-    assert result["mAP_rare"] == 0.0              # carry cup: 1 training instance
+    assert result["mAP_non_rare"] == PERFECT  # hold cup: 10 training instances
+    assert result["mAP_rare"] == 0.0  # carry cup: 1 training instance
     assert result["reasons"] == {}
 
 
@@ -167,34 +208,52 @@ def test_sg_split_reports_null_with_a_reason_when_no_test_triplet_occurs_in_trai
 
 def test_vcoco_gt_without_object_is_matched_on_the_subject_alone():
     gt = one_image(GT_BOXES[:2], GT_LABELS[:2], [[0, -1, 1], [0, 1, 0]])
-    pred = one_image(GT_BOXES[:2] + [[200, 200, 210, 210]], GT_LABELS[:2] + [BICYCLE],
-                     [[0, 2, 1], [0, 1, 0]], [0.9, 0.8])
+    pred = one_image(
+        GT_BOXES[:2] + [[200, 200, 210, 210]], GT_LABELS[:2] + [BICYCLE], [[0, 2, 1], [0, 1, 0]], [0.9, 0.8]
+    )
     result = vcoco_map(gt, pred)
     assert result["ap_per_verb"] == {"0": PERFECT, "1": PERFECT}
-    assert result["mAP_thesis"] == np.mean([PERFECT] + [0] * 23)   # stand (1) is no thesis verb; 23 absent as 0
+    assert result["mAP_thesis"] == np.mean(
+        [PERFECT] + [0] * 23
+    )  # stand (1) is no thesis verb; 23 absent as 0
     assert result["mAP_thesis_present"] == PERFECT
 
 
 def test_ho_rcnn_ignores_combinations_outside_the_600_classes_and_filters_known_objects():
     sit_on_cup = 88
     assert (sit_on_cup, CUP) not in {(c.verb_id, c.object_id) for c in hico_hoi_classes()}
-    gt = HoiSet.from_images(boxes=[GT_BOXES[:2], GT_BOXES[:2]], box_labels=[GT_LABELS[:2], [PERSON, BICYCLE]],
-                            hois=[[[0, 1, HOLD]], [[0, 1, HOLD]]])
-    pred = HoiSet.from_images(boxes=[GT_BOXES[:2], GT_BOXES[:2]], box_labels=[GT_LABELS[:2], GT_LABELS[:2]],
-                              hois=[[[0, 1, HOLD], [0, 1, sit_on_cup]], [[0, 1, HOLD]]], scores=[[0.5, 0.9], [0.9]])
+    gt = HoiSet.from_images(
+        boxes=[GT_BOXES[:2], GT_BOXES[:2]],
+        box_labels=[GT_LABELS[:2], [PERSON, BICYCLE]],
+        hois=[[[0, 1, HOLD]], [[0, 1, HOLD]]],
+    )
+    pred = HoiSet.from_images(
+        boxes=[GT_BOXES[:2], GT_BOXES[:2]],
+        box_labels=[GT_LABELS[:2], GT_LABELS[:2]],
+        hois=[[[0, 1, HOLD], [0, 1, sit_on_cup]], [[0, 1, HOLD]]],
+        scores=[[0.5, 0.9], [0.9]],
+    )
     default = hoi_map(gt, pred, protocol="ho-rcnn")["ap_per_triplet"][f"{PERSON}_{CUP}_{HOLD}"]
-    known = hoi_map(gt, pred, protocol="ho-rcnn", known_object=True)["ap_per_triplet"][f"{PERSON}_{CUP}_{HOLD}"]
-    assert default == eleven_point_sum([0.5] * 11)   # the image-2 cup prediction is an FP ranked first
-    assert known == PERFECT                                      # image 2 has no cup in its GT: not scored
+    known = hoi_map(gt, pred, protocol="ho-rcnn", known_object=True)["ap_per_triplet"][
+        f"{PERSON}_{CUP}_{HOLD}"
+    ]
+    assert default == eleven_point_sum([0.5] * 11)  # the image-2 cup prediction is an FP ranked first
+    assert known == PERFECT  # image 2 has no cup in its GT: not scored
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(scores=[[float("nan")]]), "field 'scores[0]': score must be finite"),
-    (dict(hois=[[[0, 2, HOLD]]]), "field 'hois[0].object': index outside the image's box list"),
-    (dict(hois=[[[-1, 1, HOLD]]]), "field 'hois[0].subject'"),
-    (dict(boxes=[[[0, 0, float("inf"), 1], [0, 0, 1, 1]]]), "field 'boxes[0]': coordinates must be finite"),
-    (dict(box_labels=[[1, -3]]), "field 'box_labels[1]': unknown category"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(scores=[[float("nan")]]), "field 'scores[0]': score must be finite"),
+        (dict(hois=[[[0, 2, HOLD]]]), "field 'hois[0].object': index outside the image's box list"),
+        (dict(hois=[[[-1, 1, HOLD]]]), "field 'hois[0].subject'"),
+        (
+            dict(boxes=[[[0, 0, float("inf"), 1], [0, 0, 1, 1]]]),
+            "field 'boxes[0]': coordinates must be finite",
+        ),
+        (dict(box_labels=[[1, -3]]), "field 'box_labels[1]': unknown category"),
+    ],
+)
 def test_bad_prediction_arrays_name_image_field_and_value(bad, message):
     fields = dict(boxes=[GT_BOXES[:2]], box_labels=[GT_LABELS[:2]], hois=[[[0, 1, HOLD]]], scores=[[0.5]])
     fields.update(bad)
@@ -236,14 +295,36 @@ def test_real_sg_test_file_with_noisy_predictions_equals_the_loop_reference(anch
         boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2])
         hois = [(h.subject_id, h.object_id, h.category_id) for h in r.hoi_annotation]
         while len(hois) < 12 and len(boxes):
-            hois.append((int(rng.integers(len(boxes))), int(rng.integers(len(boxes))), int(rng.choice(verbs))))
-        entries.append({"file_name": r.file_name,
-                        "predictions": [{"bbox": b.tolist(), "category_id": int(c)} for b, c in zip(boxes, r.box_labels)],
-                        "hoi_prediction": [{"subject_id": s, "object_id": o, "category_id": v,
-                                            "score": float(rng.choice([0.25, 0.5, 0.75]))} for s, o, v in hois[:12]]})
-        gt_json.append({"annotations": [{"bbox": b.bbox, "category_id": b.category_id} for b in r.annotations],
-                        "hoi_annotation": [{"subject_id": h.subject_id, "object_id": h.object_id,
-                                            "category_id": h.category_id} for h in r.hoi_annotation]})
+            hois.append(
+                (int(rng.integers(len(boxes))), int(rng.integers(len(boxes))), int(rng.choice(verbs)))
+            )
+        entries.append(
+            {
+                "file_name": r.file_name,
+                "predictions": [
+                    {"bbox": b.tolist(), "category_id": int(c)}
+                    for b, c in zip(boxes, r.box_labels, strict=True)
+                ],
+                "hoi_prediction": [
+                    {
+                        "subject_id": s,
+                        "object_id": o,
+                        "category_id": v,
+                        "score": float(rng.choice([0.25, 0.5, 0.75])),
+                    }
+                    for s, o, v in hois[:12]
+                ],
+            }
+        )
+        gt_json.append(
+            {
+                "annotations": [{"bbox": b.bbox, "category_id": b.category_id} for b in r.annotations],
+                "hoi_annotation": [
+                    {"subject_id": h.subject_id, "object_id": h.object_id, "category_id": h.category_id}
+                    for h in r.hoi_annotation
+                ],
+            }
+        )
     gt, pred = reference_set(records), prediction_set(records, parse_predictions(entries, dataset))
     if dataset == "hico":
         expected, result = reference.qpic_hico(gt_json, entries, top_k=10), hoi_map(gt, pred, top_k=10)
@@ -251,3 +332,19 @@ def test_real_sg_test_file_with_noisy_predictions_equals_the_loop_reference(anch
         expected, result = reference.qpic_vcoco(gt_json, entries, top_k=10), vcoco_map(gt, pred, top_k=10)
     for key, value in expected.items():
         assert result[key] == value, key
+
+
+def test_matching_a_subset_of_rows_keeps_results_aligned_with_the_rows():
+    """Two predictions of one GT triplicated: 6 candidate pairs, as many as the set's HOIs (a former bug)."""
+    gt = HoiSet.from_images(
+        boxes=[[], [[0, 0, 1, 1]]], box_labels=[[], [PERSON]], hois=[[], [[0, 0, CARRY]] * 3]
+    )
+    pred = HoiSet.from_images(
+        boxes=[[[0, 0, 1, 1]], [[0, 0, 1, 1]]],
+        box_labels=[[PERSON], [PERSON]],
+        hois=[[[0, 0, CARRY]] * 4, [[0, 0, CARRY]] * 2],
+        scores=[[0.1] * 4, [0.1] * 2],
+    )
+    is_tp, best = match_predictions(gt, pred, np.array([0, 1, 4, 5]))
+    assert is_tp.tolist() == [False, False, True, False]
+    assert best.tolist() == [-1, -1, 0, 0]

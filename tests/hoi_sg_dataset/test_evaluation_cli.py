@@ -1,4 +1,4 @@
-"""`hoi-bench evaluate hoi_map|vcoco_map` and the metrics demo step: readable tables, JSON contract, clean errors."""
+"""`hoi-bench evaluate hoi_map|vcoco_map` and the metrics demo step: tables, JSON contract, clean errors."""
 
 from __future__ import annotations
 
@@ -8,11 +8,23 @@ from hoi_bench import cli
 from hoi_bench.plugins import DemoContext
 from hoi_sg_dataset import evaluation_cli
 
-GT = [{"file_name": "HICO_test2015_00000001.jpg",
-       "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 37}],
-       "annotations": [{"bbox": [10, 10, 50, 90], "category_id": 1}, {"bbox": [40, 40, 80, 80], "category_id": 47}]}]
-PRED = [{"file_name": "HICO_test2015_00000001.jpg", "predictions": GT[0]["annotations"],
-         "hoi_prediction": [{"subject_id": 0, "object_id": 1, "category_id": 37, "score": 0.9}]}]
+GT = [
+    {
+        "file_name": "HICO_test2015_00000001.jpg",
+        "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 37}],
+        "annotations": [
+            {"bbox": [10, 10, 50, 90], "category_id": 1},
+            {"bbox": [40, 40, 80, 80], "category_id": 47},
+        ],
+    }
+]
+PRED = [
+    {
+        "file_name": "HICO_test2015_00000001.jpg",
+        "predictions": GT[0]["annotations"],
+        "hoi_prediction": [{"subject_id": 0, "object_id": 1, "category_id": 37, "score": 0.9}],
+    }
+]
 
 
 def files(tmp_path, gt=GT, pred=PRED):
@@ -34,12 +46,27 @@ def test_hoi_map_prints_a_table_and_writes_the_public_keys(tmp_path, capsys):
 
 
 def test_vcoco_map_writes_the_public_keys(tmp_path, capsys):
-    gt = [dict(GT[0], file_name="COCO_val2014_000000000001.jpg",
-               hoi_annotation=[{"subject_id": 0, "object_id": 1, "category_id": 0}])]
-    pred = [dict(PRED[0], file_name="COCO_val2014_000000000001.jpg",
-                 hoi_prediction=[{"subject_id": 0, "object_id": 1, "category_id": 0, "score": 0.9}])]
+    gt = [
+        dict(
+            GT[0],
+            file_name="COCO_val2014_000000000001.jpg",
+            hoi_annotation=[{"subject_id": 0, "object_id": 1, "category_id": 0}],
+        )
+    ]
+    pred = [
+        dict(
+            PRED[0],
+            file_name="COCO_val2014_000000000001.jpg",
+            hoi_prediction=[{"subject_id": 0, "object_id": 1, "category_id": 0, "score": 0.9}],
+        )
+    ]
     out = tmp_path / "out.json"
-    assert cli.main(["evaluate", "vcoco_map", *files(tmp_path, gt, pred), "--output", str(out), "--top-k", "none"]) == 0
+    assert (
+        cli.main(
+            ["evaluate", "vcoco_map", *files(tmp_path, gt, pred), "--output", str(out), "--top-k", "none"]
+        )
+        == 0
+    )
     assert "mAP_all" in capsys.readouterr().out
     result = json.loads(out.read_text())
     assert {"mAP_all", "mAP_thesis", "ap_per_verb"} <= result.keys() and list(result["ap_per_verb"]) == ["0"]

@@ -1,4 +1,4 @@
-"""The same sample predictions give identical numbers through the array API, the CLI and the evaluate modules."""
+"""The same sample predictions give identical numbers through the array API, the CLI and evaluate."""
 
 from __future__ import annotations
 
@@ -26,8 +26,10 @@ def sample_split_files(tmp_path_factory):
     base = tmp_path_factory.mktemp("hoi-map-sample")
     plan = sample_plan()
     out = {}
-    for dataset, trainval, test, seed in (("hico", plan.hico_trainval, plan.hico_test, 368),
-                                          ("vcoco", plan.vcoco_trainval, plan.vcoco_test, 564)):
+    for dataset, trainval, test, seed in (
+        ("hico", plan.hico_trainval, plan.hico_test, 368),
+        ("vcoco", plan.vcoco_trainval, plan.vcoco_test, 564),
+    ):
         split = make_split(trainval, test, dataset, seed=seed)
         entries = verb_prior_predictions(split.trainval, split.test)
         out[dataset] = {
@@ -46,8 +48,11 @@ def per_image(hoi_set: HoiSet, with_scores: bool) -> list[dict]:
     for i in range(hoi_set.num_images):
         b0, b1 = hoi_set.box_offsets[i], hoi_set.box_offsets[i + 1]
         h0, h1 = hoi_set.hoi_offsets[i], hoi_set.hoi_offsets[i + 1]
-        image = {"boxes": hoi_set.boxes[b0:b1].tolist(), "box_labels": hoi_set.box_labels[b0:b1].tolist(),
-                 "hois": hoi_set.hois[h0:h1].tolist()}
+        image = {
+            "boxes": hoi_set.boxes[b0:b1].tolist(),
+            "box_labels": hoi_set.box_labels[b0:b1].tolist(),
+            "hois": hoi_set.hois[h0:h1].tolist(),
+        }
         if with_scores:
             image["scores"] = hoi_set.scores[h0:h1].tolist()
         images.append(image)
@@ -63,20 +68,42 @@ def run_cli(argv, tmp_path):
 @pytest.mark.parametrize("protocol", ["qpic", "ho-rcnn"])
 def test_hoi_map_is_identical_through_array_api_cli_and_evaluate(sample_split_files, tmp_path, protocol):
     files = sample_split_files["hico"]
-    expected = hoi_map(files["gt_set"], files["pred_set"], protocol=protocol, train_references=files["train_set"])
+    expected = hoi_map(
+        files["gt_set"], files["pred_set"], protocol=protocol, train_references=files["train_set"]
+    )
     assert 0 < expected["mAP"] < 1
-    from_cli = run_cli(["evaluate", "hoi_map", "--references", str(files["test"]), "--predictions", str(files["pred"]),
-                        "--train-references", str(files["train"]), "--protocol", protocol], tmp_path)
+    from_cli = run_cli(
+        [
+            "evaluate",
+            "hoi_map",
+            "--references",
+            str(files["test"]),
+            "--predictions",
+            str(files["pred"]),
+            "--train-references",
+            str(files["train"]),
+            "--protocol",
+            protocol,
+        ],
+        tmp_path,
+    )
     assert from_cli == json.loads(json.dumps(expected))
     metric = evaluate.load(metric_path("hoi_map"))
-    from_module = metric.compute(predictions=per_image(files["pred_set"], True),
-                                 references=per_image(files["gt_set"], False), protocol=protocol,
-                                 train_references=per_image(files["train_set"], False))
+    from_module = metric.compute(
+        predictions=per_image(files["pred_set"], True),
+        references=per_image(files["gt_set"], False),
+        protocol=protocol,
+        train_references=per_image(files["train_set"], False),
+    )
     assert from_module == expected
-    fast = metric.compute(predictions=list(range(files["gt_set"].num_images)),
-                          references=list(range(files["gt_set"].num_images)), protocol=protocol,
-                          prediction_set=files["pred_set"], reference_set=files["gt_set"],
-                          train_references=files["train_set"])
+    fast = metric.compute(
+        predictions=list(range(files["gt_set"].num_images)),
+        references=list(range(files["gt_set"].num_images)),
+        protocol=protocol,
+        prediction_set=files["pred_set"],
+        reference_set=files["gt_set"],
+        train_references=files["train_set"],
+    )
     assert fast == expected
 
 
@@ -84,16 +111,26 @@ def test_vcoco_map_is_identical_through_array_api_cli_and_evaluate(sample_split_
     files = sample_split_files["vcoco"]
     expected = vcoco_map(files["gt_set"], files["pred_set"])
     assert 0 < expected["mAP_all"] < 1
-    from_cli = run_cli(["evaluate", "vcoco_map", "--references", str(files["test"]),
-                        "--predictions", str(files["pred"])], tmp_path)
+    from_cli = run_cli(
+        ["evaluate", "vcoco_map", "--references", str(files["test"]), "--predictions", str(files["pred"])],
+        tmp_path,
+    )
     assert from_cli == json.loads(json.dumps(expected))
     metric = evaluate.load(metric_path("vcoco_map"))
-    from_module = metric.compute(predictions=per_image(files["pred_set"], True),
-                                 references=per_image(files["gt_set"], False))
+    from_module = metric.compute(
+        predictions=per_image(files["pred_set"], True), references=per_image(files["gt_set"], False)
+    )
     assert from_module == expected
     n = files["gt_set"].num_images
-    assert metric.compute(predictions=list(range(n)), references=list(range(n)), prediction_set=files["pred_set"],
-                          reference_set=files["gt_set"]) == expected
+    assert (
+        metric.compute(
+            predictions=list(range(n)),
+            references=list(range(n)),
+            prediction_set=files["pred_set"],
+            reference_set=files["gt_set"],
+        )
+        == expected
+    )
 
 
 def test_evaluate_module_accumulates_batches(sample_split_files):
@@ -101,7 +138,9 @@ def test_evaluate_module_accumulates_batches(sample_split_files):
     predictions, references = per_image(files["pred_set"], True), per_image(files["gt_set"], False)
     metric = evaluate.load(metric_path("hoi_map"))
     for start in range(0, len(predictions), 10):
-        metric.add_batch(predictions=predictions[start:start + 10], references=references[start:start + 10])
+        metric.add_batch(
+            predictions=predictions[start : start + 10], references=references[start : start + 10]
+        )
     assert metric.compute() == hoi_map(files["gt_set"], files["pred_set"])
 
 
@@ -109,5 +148,6 @@ def test_fast_route_requires_one_row_per_image_in_order(sample_split_files):
     files = sample_split_files["hico"]
     metric = evaluate.load(metric_path("hoi_map"))
     with pytest.raises(ValueError, match="predictions = references = list"):
-        metric.compute(predictions=[0], references=[0], prediction_set=files["pred_set"],
-                       reference_set=files["gt_set"])
+        metric.compute(
+            predictions=[0], references=[0], prediction_set=files["pred_set"], reference_set=files["gt_set"]
+        )

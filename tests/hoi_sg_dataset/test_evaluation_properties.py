@@ -25,7 +25,7 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], der
 
 @st.composite
 def box(draw, near=None):
-    """A box on a small grid (zero width allowed), or a copy of ``near`` moved by at most one pixel per edge."""
+    """A box on a small grid (zero width allowed), or ``near`` moved by at most one pixel per edge."""
     if near is not None:
         shift = draw(st.lists(st.sampled_from([0, 0, 0, -1, 1]), min_size=4, max_size=4))
         x1, y1 = near[0] + shift[0], near[1] + shift[1]
@@ -37,15 +37,21 @@ def box(draw, near=None):
 @st.composite
 def image(draw, no_object: bool):
     """One (GT record, prediction record) pair in the PPDM/QPIC layout; predictions are mostly near the GT."""
-    gt_boxes = [{"bbox": draw(box()), "category_id": draw(st.sampled_from(LABELS))}
-                for _ in range(draw(st.integers(0, 4)))]
+    gt_boxes = [
+        {"bbox": draw(box()), "category_id": draw(st.sampled_from(LABELS))}
+        for _ in range(draw(st.integers(0, 4)))
+    ]
     low = -1 if no_object else 0
     gt_hois = []
     if gt_boxes:
         for _ in range(draw(st.integers(0, 4))):
-            gt_hois.append({"subject_id": draw(st.integers(0, len(gt_boxes) - 1)),
-                            "object_id": draw(st.integers(low, len(gt_boxes) - 1)),
-                            "category_id": draw(st.sampled_from(VERBS))})
+            gt_hois.append(
+                {
+                    "subject_id": draw(st.integers(0, len(gt_boxes) - 1)),
+                    "object_id": draw(st.integers(low, len(gt_boxes) - 1)),
+                    "category_id": draw(st.sampled_from(VERBS)),
+                }
+            )
         gt_hois += draw(st.lists(st.sampled_from(gt_hois), max_size=2)) if gt_hois else []
     pred_boxes, copies = [], {}
     for k, gt_box in enumerate(gt_boxes):
@@ -64,16 +70,29 @@ def image(draw, no_object: bool):
                 if no_object and draw(st.booleans()):
                     obj = draw(st.integers(-1, len(pred_boxes) - 1))
                 verb = g["category_id"] if draw(st.integers(0, 3)) else draw(st.sampled_from(VERBS))
-                pred_hois.append({"subject_id": draw(st.sampled_from(copies[g["subject_id"]])), "object_id": obj,
-                                  "category_id": verb, "score": draw(score)})
+                pred_hois.append(
+                    {
+                        "subject_id": draw(st.sampled_from(copies[g["subject_id"]])),
+                        "object_id": obj,
+                        "category_id": verb,
+                        "score": draw(score),
+                    }
+                )
     if pred_boxes:
         for _ in range(draw(st.integers(0, 3))):
-            pred_hois.append({"subject_id": draw(st.integers(0, len(pred_boxes) - 1)),
-                              "object_id": draw(st.integers(low, len(pred_boxes) - 1)),
-                              "category_id": draw(st.sampled_from(VERBS)), "score": draw(score)})
+            pred_hois.append(
+                {
+                    "subject_id": draw(st.integers(0, len(pred_boxes) - 1)),
+                    "object_id": draw(st.integers(low, len(pred_boxes) - 1)),
+                    "category_id": draw(st.sampled_from(VERBS)),
+                    "score": draw(score),
+                }
+            )
     pred_hois = draw(st.permutations(pred_hois))
-    return ({"annotations": gt_boxes, "hoi_annotation": gt_hois},
-            {"predictions": pred_boxes, "hoi_prediction": pred_hois})
+    return (
+        {"annotations": gt_boxes, "hoi_annotation": gt_hois},
+        {"predictions": pred_boxes, "hoi_prediction": pred_hois},
+    )
 
 
 def image_lists(no_object: bool = False):
@@ -81,7 +100,9 @@ def image_lists(no_object: bool = False):
 
 
 def as_set(records: list[dict], predictions: bool) -> HoiSet:
-    boxes_key, hois_key = ("predictions", "hoi_prediction") if predictions else ("annotations", "hoi_annotation")
+    boxes_key, hois_key = (
+        ("predictions", "hoi_prediction") if predictions else ("annotations", "hoi_annotation")
+    )
     return HoiSet.from_images(
         boxes=[[b["bbox"] for b in r[boxes_key]] for r in records],
         box_labels=[[b["category_id"] for b in r[boxes_key]] for r in records],
@@ -101,8 +122,9 @@ def test_qpic_hico_equals_loop_reference(images, train, top_k):
     gts, preds = [g for g, _ in images], [p for _, p in images]
     train_gts = [g for g, _ in train] * 4
     expected = reference.qpic_hico(gts, preds, train=train_gts, top_k=top_k)
-    result = hoi_map(as_set(gts, False), as_set(preds, True), train_references=as_set(train_gts, False),
-                     top_k=top_k)
+    result = hoi_map(
+        as_set(gts, False), as_set(preds, True), train_references=as_set(train_gts, False), top_k=top_k
+    )
     same_numbers(result, expected)
 
 
@@ -122,8 +144,13 @@ def test_ho_rcnn_equals_loop_reference(images, train, known_object):
     train_gts = [g for g, _ in train] * 5
     classes = [(c.verb_id, c.object_id) for c in hico_hoi_classes()]
     expected = reference.ho_rcnn(gts, preds, classes, train=train_gts, known_object=known_object)
-    result = hoi_map(as_set(gts, False), as_set(preds, True), protocol="ho-rcnn",
-                     train_references=as_set(train_gts, False), known_object=known_object)
+    result = hoi_map(
+        as_set(gts, False),
+        as_set(preds, True),
+        protocol="ho-rcnn",
+        train_references=as_set(train_gts, False),
+        known_object=known_object,
+    )
     same_numbers(result, expected)
 
 

@@ -23,16 +23,31 @@ from hoi_sg_dataset.predictions import (
 )
 
 GT = [
-    {"file_name": "HICO_test2015_00000001.jpg",
-     "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 37}],
-     "annotations": [{"bbox": [10, 10, 50, 90], "category_id": 1}, {"bbox": [40, 40, 80, 80], "category_id": 47}]},
-    {"file_name": "HICO_test2015_00000002.jpg",
-     "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 9}],
-     "annotations": [{"bbox": [0, 0, 30, 60], "category_id": 1}, {"bbox": [5, 5, 25, 25], "category_id": 2}]},
+    {
+        "file_name": "HICO_test2015_00000001.jpg",
+        "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 37}],
+        "annotations": [
+            {"bbox": [10, 10, 50, 90], "category_id": 1},
+            {"bbox": [40, 40, 80, 80], "category_id": 47},
+        ],
+    },
+    {
+        "file_name": "HICO_test2015_00000002.jpg",
+        "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 9}],
+        "annotations": [
+            {"bbox": [0, 0, 30, 60], "category_id": 1},
+            {"bbox": [5, 5, 25, 25], "category_id": 2},
+        ],
+    },
 ]
-ENTRY = {"file_name": "HICO_test2015_00000001.jpg",
-         "predictions": [{"bbox": [10, 10, 50, 90], "category_id": 1}, {"bbox": [40, 40, 80, 80], "category_id": 47}],
-         "hoi_prediction": [{"subject_id": 0, "object_id": 1, "category_id": 37, "score": 0.75}]}
+ENTRY = {
+    "file_name": "HICO_test2015_00000001.jpg",
+    "predictions": [
+        {"bbox": [10, 10, 50, 90], "category_id": 1},
+        {"bbox": [40, 40, 80, 80], "category_id": 47},
+    ],
+    "hoi_prediction": [{"subject_id": 0, "object_id": 1, "category_id": 37, "score": 0.75}],
+}
 
 
 def write(path, payload):
@@ -62,8 +77,11 @@ def test_gt_image_without_entry_predicts_nothing_and_lowers_recall():
 
 def test_entries_are_matched_by_file_name_not_position():
     records = parse_annotations(GT, "hico")
-    second = {"file_name": GT[1]["file_name"], "predictions": GT[1]["annotations"],
-              "hoi_prediction": [{"subject_id": 0, "object_id": 1, "category_id": 9, "score": 0.5}]}
+    second = {
+        "file_name": GT[1]["file_name"],
+        "predictions": GT[1]["annotations"],
+        "hoi_prediction": [{"subject_id": 0, "object_id": 1, "category_id": 9, "score": 0.5}],
+    }
     pred = prediction_set(records, parse_predictions([second, ENTRY]))
     assert hoi_map(reference_set(records), pred)["mean_max_recall"] == 1.0
 
@@ -78,7 +96,9 @@ def test_prediction_json_round_trips():
 def test_unknown_image_is_a_prediction_error():
     records = parse_annotations(GT, "hico")
     stranger = dict(ENTRY, file_name="HICO_test2015_00000099.jpg")
-    with pytest.raises(PredictionError, match="record 0: field 'file_name': image not in the references") as error:
+    with pytest.raises(
+        PredictionError, match="record 0: field 'file_name': image not in the references"
+    ) as error:
         prediction_set(records, parse_predictions([stranger]), source="p.json")
     assert "'HICO_test2015_00000099.jpg'" in str(error.value) and "p.json" in str(error.value)
 
@@ -100,21 +120,34 @@ def broken(path: str, value):
     return entry
 
 
-@pytest.mark.parametrize("path, value, field, expected", [
-    ("hoi_prediction.0.score", float("nan"), "hoi_prediction[0].score", "a finite number"),
-    ("hoi_prediction.0.score", float("inf"), "hoi_prediction[0].score", "a finite number"),
-    ("hoi_prediction.0.score", "0.5", "hoi_prediction[0].score", "a finite number"),
-    ("hoi_prediction.0.object_id", 2, "hoi_prediction[0].object_id", "0 <= object_id < 2"),
-    ("hoi_prediction.0.object_id", -1, "hoi_prediction[0].object_id", "0 <= object_id < 2"),
-    ("hoi_prediction.0.subject_id", 5, "hoi_prediction[0].subject_id", "0 <= subject_id < 2"),
-    ("hoi_prediction.0.subject_id", True, "hoi_prediction[0].subject_id", "int"),
-    ("hoi_prediction.0.category_id", 118, "hoi_prediction[0].category_id", "a verb id in 1..117"),
-    ("predictions.1.category_id", 12, "predictions[1].category_id", "a COCO id among the 80 used in 1..90"),
-    ("predictions.1.bbox", [0, 0, 1], "predictions[1].bbox", "[x1, y1, x2, y2] of 4 finite numbers"),
-    ("predictions.1.bbox", [0, 0, float("nan"), 1], "predictions[1].bbox", "[x1, y1, x2, y2] of 4 finite numbers"),
-    ("file_name", 7, "file_name", "non-empty string"),
-    ("hoi_prediction", {}, "hoi_prediction", "list"),
-])
+@pytest.mark.parametrize(
+    "path, value, field, expected",
+    [
+        ("hoi_prediction.0.score", float("nan"), "hoi_prediction[0].score", "a finite number"),
+        ("hoi_prediction.0.score", float("inf"), "hoi_prediction[0].score", "a finite number"),
+        ("hoi_prediction.0.score", "0.5", "hoi_prediction[0].score", "a finite number"),
+        ("hoi_prediction.0.object_id", 2, "hoi_prediction[0].object_id", "0 <= object_id < 2"),
+        ("hoi_prediction.0.object_id", -1, "hoi_prediction[0].object_id", "0 <= object_id < 2"),
+        ("hoi_prediction.0.subject_id", 5, "hoi_prediction[0].subject_id", "0 <= subject_id < 2"),
+        ("hoi_prediction.0.subject_id", True, "hoi_prediction[0].subject_id", "int"),
+        ("hoi_prediction.0.category_id", 118, "hoi_prediction[0].category_id", "a verb id in 1..117"),
+        (
+            "predictions.1.category_id",
+            12,
+            "predictions[1].category_id",
+            "a COCO id among the 80 used in 1..90",
+        ),
+        ("predictions.1.bbox", [0, 0, 1], "predictions[1].bbox", "[x1, y1, x2, y2] of 4 finite numbers"),
+        (
+            "predictions.1.bbox",
+            [0, 0, float("nan"), 1],
+            "predictions[1].bbox",
+            "[x1, y1, x2, y2] of 4 finite numbers",
+        ),
+        ("file_name", 7, "file_name", "non-empty string"),
+        ("hoi_prediction", {}, "hoi_prediction", "list"),
+    ],
+)
 def test_bad_entries_name_file_record_field_expected_and_found(tmp_path, path, value, field, expected):
     file = write(tmp_path / "pred.json", [ENTRY, broken(path, value)])
     with pytest.raises(FormatError) as error:
@@ -154,18 +187,31 @@ def test_files_give_the_array_numbers(tmp_path):
 
 @pytest.mark.anchors
 def test_perfect_predictions_on_the_vcoco_sg_anchor_score_one(anchors_dir, tmp_path):
-    """Every GT HOI of test_vcoco_sg1.json predicted exactly: AP 1 for every verb with GT (empty images included)."""
+    """Every GT HOI of test_vcoco_sg1.json predicted exactly: AP 1 for every verb with GT."""
     gt_path = anchors_dir / "hoi_sg" / "test_vcoco_sg1.json"
     records = read_annotations(gt_path, "vcoco")
-    entries = [{"file_name": r.file_name,
-                "predictions": [{"bbox": b.bbox, "category_id": b.category_id} for b in r.annotations],
-                "hoi_prediction": [{"subject_id": h.subject_id, "object_id": h.object_id,
-                                    "category_id": h.category_id, "score": 1.0} for h in r.hoi_annotation]}
-               for r in records]
+    entries = [
+        {
+            "file_name": r.file_name,
+            "predictions": [{"bbox": b.bbox, "category_id": b.category_id} for b in r.annotations],
+            "hoi_prediction": [
+                {
+                    "subject_id": h.subject_id,
+                    "object_id": h.object_id,
+                    "category_id": h.category_id,
+                    "score": 1.0,
+                }
+                for h in r.hoi_annotation
+            ],
+        }
+        for r in records
+    ]
     pred_path = write(tmp_path / "perfect.json.gz", entries)
     result = vcoco_map_files(gt_path, pred_path, top_k=None)
     assert len(result["ap_per_verb"]) == 14
     assert all(ap == pytest.approx(1.0, abs=1e-12) for ap in result["ap_per_verb"].values())
     assert result["mAP_all"] == pytest.approx(1.0, abs=1e-12)
-    assert vcoco_map(reference_set(records), prediction_set(records, parse_predictions(entries)),
-                     top_k=None) == result
+    assert (
+        vcoco_map(reference_set(records), prediction_set(records, parse_predictions(entries)), top_k=None)
+        == result
+    )
