@@ -29,6 +29,11 @@ def register(registry: Registry) -> None:
                                  _configure_evaluate, _run_evaluate))
     registry.add_demo_step(DemoStep("bongard_hoi: build the sample episodes, load them, draw a sheet", 12, _demo_build))
     registry.add_demo_step(DemoStep("bongard_hoi: accuracy of a colour-prototype rule", 32, _demo_rule))
+    # training command and demo step (issue 7); the baseline imports torch only when it runs
+    from bongard_hoi import baseline
+
+    registry.add_command(baseline.train_command())
+    registry.add_demo_step(baseline.demo_step())
 
 
 def _configure_build(parser: argparse.ArgumentParser) -> None:

@@ -31,6 +31,11 @@ def register(registry: Registry) -> None:
                                  _configure_show, _run_show))
     registry.add_demo_step(DemoStep("haystack: build the PSG + Haystack sample and load it", 11, demo_build))
     registry.add_demo_step(DemoStep("haystack: score a frequency prior (P-AUC / PDD / PDO, R@k)", 31, demo_score))
+    # training command and demo step (issue 7); the baseline imports torch only when it runs
+    from haystack_dataset import baseline
+
+    registry.add_command(baseline.train_command())
+    registry.add_demo_step(baseline.demo_step())
 
 
 # ------------------------------------------------------------------------------------------------------ build

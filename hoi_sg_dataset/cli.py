@@ -45,6 +45,11 @@ def register(registry: Registry) -> None:
         )
     )
     registry.add_demo_step(DemoStep("hoi_sg: build the sample into a Hub folder and load it", 10, run_demo))
+    # training command and demo step (issue 7); the baseline imports torch only when it runs
+    from hoi_sg_dataset import baseline
+
+    registry.add_command(baseline.train_command())
+    registry.add_demo_step(baseline.demo_step())
 
 
 def _configure_build(parser: argparse.ArgumentParser) -> None:

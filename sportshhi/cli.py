@@ -25,6 +25,11 @@ def register(registry: Registry) -> None:
                                  "interactions", _configure_show, _run_show))
     registry.add_demo_step(DemoStep("sportshhi: build the synthetic sample and load it", 13, demo_build))
     registry.add_demo_step(DemoStep("sportshhi: score the proximity-prior rule (HHICls)", 33, demo_score))
+    # training command and demo step (issue 7); the baseline imports torch only when it runs
+    from sportshhi import baseline
+
+    registry.add_command(baseline.train_command())
+    registry.add_demo_step(baseline.demo_step())
 
 
 # --------------------------------------------------------------------------------------------- build

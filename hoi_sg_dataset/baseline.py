@@ -1,0 +1,388 @@
+"""HICO-DET-SG / V-COCO-SG baselines on ground-truth boxes: the object prior and a pair classifier.
+
+Both score every candidate (human box, other box) pair of a test image (plus a "no object" pair per human on
+V-COCO, whose HOIs may have ``object_id = -1``) and write a PPDM/QPIC prediction file, scored with the
+package's ``hoi_map`` (HICO-DET configs) or ``vcoco_map`` (V-COCO configs).
+
+- ``--model object-prior``: no training. The score of verb v for a pair is the frequency of v among the
+  training HOIs whose object has the pair's object class. On an SG split every test (object, verb) combination
+  is absent from training, so this prior scores the right verb 0 and its mAP is near zero — the point of the
+  SG splits (Kumar et al.).
+- ``--model pair`` (default): backbone features of the human, object and union crops plus the pair's box
+  geometry → verb logits (sigmoid, multi-label; unannotated pairs have no verb). It never sees the object
+  class (unless ``--object-labels``), so what it learns about a verb can carry over to unseen combinations.
+
+On a GPU, after ``hoi-bench build hoi_sg --data-dir RAW --out HUB``::
+
+    accelerate launch -m hoi_sg_dataset.baseline --data HUB --config hico_split1 \\
+        --output-dir runs/hico_split1-pair --backbone microsoft/resnet-50 --max-steps 20000 --batch-size 16 \\
+        --learning-rate 1e-4 --mixed-precision bf16 --resume latest
+    python -m hoi_sg_dataset.baseline --data HUB --config hico_split1 --output-dir runs/hico_split1-prior \\
+        --model object-prior
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hoi_bench.errors import HoiBenchError
+from hoi_bench.training import (
+    Baseline,
+    add_backbone_arguments,
+    add_data_arguments,
+    add_training_arguments,
+    backbone_from_args,
+    load_split,
+    run_with_args,
+)
+
+MODELS = ("pair", "object-prior")
+TENSOR_KEYS = ("crops", "geometry", "labels", "targets")
+META_KEYS = ("file_name", "pairs")
+CONFIGS = tuple(f"{d}_split{n}" for d in ("hico", "vcoco") for n in (1, 2, 3)) + ("hico", "vcoco")
+PERSON_RAW_ID = 1
+
+
+def dataset_of(config: str) -> str:
+    """``"hico"`` or ``"vcoco"``: the GT conventions (verb ids, "no object" HOIs, metric) a config follows."""
+    return "vcoco" if config.startswith("vcoco") else "hico"
+
+
+class HoiPairBaseline(Baseline):
+    """Rows of a built ``hoi_sg`` folder; one row = one image with its boxes and HOIs."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
+
+        self.args = args
+        self.dataset = dataset_of(args.config)
+        self.name = f"{args.config}-{args.model}"
+        self.objects = coco_objects()
+        self.verbs = hico_verbs() if self.dataset == "hico" else vcoco_verbs()
+        self.person = self.objects.index(PERSON_RAW_ID)
+        self.no_object = len(self.objects.names)  # label index of the "no object" side of a V-COCO pair
+        self.preprocessing = None
+        self.references: dict[str, Any] = {}
+
+    def build_model(self):
+        import torch
+
+        from hoi_bench.backbones import PAIR_GEOMETRY_DIM, Preprocessing
+        from hoi_bench.heads import PairClassifier, PairPrior
+
+        if self.args.model == "object-prior":
+            self.preprocessing = Preprocessing(size=1)
+            table = verb_given_object(load_split(self.args, "train"), len(self.objects.names) + 1,
+                                      len(self.verbs.names))
+            return PairPrior(torch.log(torch.as_tensor(table, dtype=torch.float32)).unsqueeze(0))
+        backbone = backbone_from_args(self.args)
+        self.preprocessing = backbone.preprocessing
+        return PairClassifier(backbone, crops_per_pair=3, geometry_dim=PAIR_GEOMETRY_DIM,
+                              num_classes=len(self.verbs.names),
+                              num_labels=len(self.objects.names) + 1 if self.args.object_labels else 0)
+
+    def train_dataset(self, streaming: bool):
+        if self.args.model == "object-prior":
+            return None
+        rows = load_split(self.args, "train", streaming=streaming)
+        if "image" not in rows.features:
+            raise HoiBenchError(f"{self.args.data} ({self.args.config}): --model pair needs images, and this "
+                                f"folder was built without them (hoi-bench build hoi_sg --no-images)")
+        return rows
+
+    def eval_datasets(self) -> dict[str, Any]:
+        self.references = {split: load_split(self.args, split) for split in self.args.eval_splits}
+        return self.references
+
+    def transform(self, rows: dict[str, list]) -> dict[str, list]:
+        return self._rows(rows, limit=None)
+
+    def train_transform(self, rows: dict[str, list]) -> dict[str, list]:
+        return self._rows(rows, limit=self.args.max_pairs_per_image)
+
+    def _rows(self, rows: dict[str, list], limit: int | None) -> dict[str, list]:
+        import torch
+
+        from hoi_bench.backbones import image_tensor, pair_crops, pair_geometry
+
+        out: dict[str, list] = {key: [] for key in TENSOR_KEYS + META_KEYS}
+        verbs = len(self.verbs.names)
+        for index in range(len(rows["file_name"])):
+            boxes, labels = rows["boxes"][index], rows["box_labels"][index]
+            annotated: dict[tuple[int, int], list[int]] = {}
+            for hoi in rows["hois"][index]:
+                annotated.setdefault((hoi["subject"], hoi["object"]), []).append(hoi["verb"])
+            pairs = candidate_pairs(labels, self.person, with_no_object=self.dataset == "vcoco")
+            if limit is not None and len(pairs) > limit:
+                pairs = _subsample(pairs, annotated, limit, rows["file_name"][index])
+            side = self.preprocessing.size
+            # a "no object" pair (o = -1) uses the human box on both sides
+            sides = [(boxes[s], boxes[o if o >= 0 else s]) for s, o in pairs]
+            if self.args.model == "pair" and pairs:
+                image = image_tensor(rows["image"][index])
+                crops = torch.stack([pair_crops(image, human, obj, self.preprocessing)
+                                     for human, obj in sides])
+            else:
+                crops = torch.zeros(len(pairs), 3, 3, side, side)
+            targets = torch.zeros(len(pairs), verbs)
+            for row, pair in enumerate(pairs):
+                targets[row, annotated.get(pair, [])] = 1.0
+            out["crops"].append(crops)
+            if "width" in rows:
+                width, height = rows["width"][index], rows["height"][index]
+            else:  # a folder built with --no-images (enough for the object prior): the boxes' extent
+                width, height = max(b[2] for b in boxes), max(b[3] for b in boxes)
+            geometry = [pair_geometry(human, obj, width, height) for human, obj in sides]
+            out["geometry"].append(torch.tensor(geometry, dtype=torch.float32).view(len(pairs), -1))
+            object_labels = [[0, labels[o] if o >= 0 else self.no_object] for _, o in pairs]
+            out["labels"].append(torch.tensor(object_labels, dtype=torch.long).view(len(pairs), 2))
+            out["targets"].append(targets)
+            out["file_name"].append(rows["file_name"][index])
+            out["pairs"].append(pairs)
+        return out
+
+    def collate(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        from hoi_bench.heads import concat_pair_rows
+
+        return concat_pair_rows(rows, TENSOR_KEYS, META_KEYS)
+
+    def loss(self, model, batch):
+        import torch.nn.functional as F
+
+        logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()
+        return F.binary_cross_entropy_with_logits(logits, batch["targets"])
+
+    def predict(self, model, batch) -> list[dict[str, Any]]:
+        logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()
+        scores = (logits.exp() if self.args.model == "object-prior" else logits.sigmoid()).cpu().numpy()
+        records, start = [], 0
+        for row, count in enumerate(batch["pair_counts"].tolist()):
+            records.append({"file_name": batch["file_name"][row], "pairs": batch["pairs"][row],
+                            "scores": scores[start:start + count]})
+            start += count
+        return records
+
+    def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path):
+        from hoi_sg_dataset.builder import row_to_record
+
+        references = [row_to_record(row, self.dataset)
+                      for row in without_images(self.references[split])]
+        entries = prediction_entries(records, references, self.verbs, self.args.max_hois_per_image)
+        path = predictions_dir / f"{split}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.partial")
+        partial.write_text(json.dumps(entries), encoding="utf-8")
+        partial.replace(path)
+        return path, score_prediction_file(path, references, self.dataset)
+
+
+def without_images(rows):
+    """The rows without their (undecoded) image column, for annotation-only reads."""
+    return rows.remove_columns(["image"]) if "image" in rows.column_names else rows
+
+
+def candidate_pairs(box_labels: Sequence[int], person: int, *, with_no_object: bool) -> list[tuple[int, int]]:
+    """Every (human box, other box) pair, plus (human, -1) "no object" pairs when asked (V-COCO).
+
+    >>> candidate_pairs([0, 5, 0], person=0, with_no_object=False)
+    [(0, 1), (0, 2), (2, 0), (2, 1)]
+    """
+    pairs = []
+    for s, label in enumerate(box_labels):
+        if label != person:
+            continue
+        pairs += [(s, o) for o in range(len(box_labels)) if o != s]
+        if with_no_object:
+            pairs.append((s, -1))
+    return pairs
+
+
+def verb_given_object(train_rows, num_objects: int, num_verbs: int) -> np.ndarray:
+    """``(objects + 1, verbs)`` table: frequency of each verb among the training HOIs with that object class
+    (last row: HOIs without object). A row with no training HOI is all zeros.
+
+    >>> rows = [{"box_labels": [0, 2], "hois": [{"subject": 0, "object": 1, "verb": 1},
+    ...                                          {"subject": 0, "object": -1, "verb": 0}]}]
+    >>> verb_given_object(rows, num_objects=4, num_verbs=2)[[2, 3]].tolist()
+    [[0.0, 1.0], [1.0, 0.0]]
+    """
+    counts = np.zeros((num_objects, num_verbs))
+    for row in (train_rows.select_columns(["box_labels", "hois"]) if hasattr(train_rows, "select_columns")
+                else train_rows):
+        for hoi in row["hois"]:
+            obj = row["box_labels"][hoi["object"]] if hoi["object"] >= 0 else num_objects - 1
+            counts[obj, hoi["verb"]] += 1
+    totals = counts.sum(axis=1, keepdims=True)
+    return np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
+
+
+def prediction_entries(records: list[dict[str, Any]], references: list, verbs, max_hois: int) -> list[dict]:
+    """PPDM/QPIC prediction-file entries: the GT boxes of each image and its best-scored (pair, verb) HOIs.
+
+    Written through ``hoi_sg_dataset.predictions.prediction_json`` from a ``HoiSet`` (raw COCO ids, the GT
+    file's verb ids); (pair, verb) scores of 0 are left out.
+    """
+    from hoi_sg_dataset.evaluation import HoiSet
+    from hoi_sg_dataset.predictions import prediction_json
+
+    by_name = {r["file_name"]: r for r in records}
+    boxes, labels, hois, scores = [], [], [], []
+    for reference in references:
+        record = by_name.get(reference.file_name)
+        boxes.append(np.asarray(reference.boxes, dtype=np.float64).reshape(-1, 4))
+        labels.append(np.asarray(reference.box_labels, dtype=np.int64))
+        if record is None or not len(record["pairs"]):
+            hois.append(np.zeros((0, 3), dtype=np.int64))
+            scores.append(np.zeros(0))
+            continue
+        pair_scores = np.asarray(record["scores"], dtype=np.float64)
+        flat = np.argsort(-pair_scores, axis=None, kind="stable")[:max_hois]
+        flat = flat[pair_scores.ravel()[flat] > 0]
+        pair_index, verb_index = np.unravel_index(flat, pair_scores.shape)
+        pairs = np.asarray(record["pairs"], dtype=np.int64).reshape(-1, 2)
+        raw_verbs = np.array([verbs.raw_id(int(v)) for v in verb_index], dtype=np.int64)
+        hois.append(np.column_stack([pairs[pair_index], raw_verbs]).reshape(-1, 3))
+        scores.append(pair_scores[pair_index, verb_index])
+    hoi_set = HoiSet.from_images(boxes=boxes, box_labels=labels, hois=hois, scores=scores, what="predictions")
+    return prediction_json(hoi_set, [r.file_name for r in references])
+
+
+def score_prediction_file(path: Path, references: list, dataset: str) -> dict[str, Any]:
+    """Read the prediction file back with the package's reader (validating it) and compute ``hoi_map``
+    (HICO-DET) or ``vcoco_map`` (V-COCO) against the split's GT records."""
+    from hoi_sg_dataset.evaluation import hoi_map, vcoco_map
+    from hoi_sg_dataset.predictions import prediction_set, read_predictions, reference_set
+
+    predictions = prediction_set(references, read_predictions(path, dataset), source=str(path))
+    result = (hoi_map if dataset == "hico" else vcoco_map)(reference_set(references), predictions)
+    return {key: value for key, value in result.items() if key not in ("ap_per_triplet", "ap_per_verb")}
+
+
+def _subsample(pairs, annotated, limit: int, key: str):
+    """Every annotated pair, then unannotated ones in an order fixed by the file name, up to ``limit``."""
+    positives = [p for p in pairs if p in annotated]
+    negatives = [p for p in pairs if p not in annotated]
+    seed = int.from_bytes(hashlib.sha1(key.encode()).digest()[:4], "little")
+    order = np.random.default_rng(seed).permutation(len(negatives))
+    return positives[:limit] + [negatives[i] for i in order[: max(0, limit - len(positives))]]
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """The baselines' flags: data, backbone, training loop, and the HOI model."""
+    add_data_arguments(parser, config="hico_split1", configs=CONFIGS)
+    add_backbone_arguments(parser, image_size=32)
+    add_training_arguments(parser, max_steps=20000, batch_size=16, eval_batch_size=16, learning_rate=1e-4)
+    group = parser.add_argument_group("HOI model")
+    group.add_argument("--model", choices=MODELS, default="pair",
+                       help="pair classifier on GT boxes (trained) or the object prior (no training)")
+    group.add_argument("--object-labels", action="store_true",
+                       help="also feed the object class to the pair classifier (it can then learn the prior)")
+    group.add_argument("--max-pairs-per-image", type=int, default=32,
+                       help="training pairs per image: every annotated pair, then unannotated ones")
+    group.add_argument("--max-hois-per-image", type=int, default=100,
+                       help="best-scored (pair, verb) predictions written per image (QPIC keeps 100)")
+    group.add_argument("--eval-splits", nargs="*", default=["test"], help="splits to predict on")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Train and evaluate with parsed arguments (the ``hoi-bench train hoi_sg`` entry)."""
+    return run_with_args(HoiPairBaseline(args), args)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m hoi_sg_dataset.baseline", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    configure_parser(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    return run(parse_args(argv))
+
+
+DEMO_CONFIG = "hico_split1"
+DEMO_STEPS = 40
+
+
+def demo(context) -> None:
+    """``hoi-bench demo`` step: the object prior and a pair classifier trained a few steps on the sample's
+    ``hico_split1``, both scored on its SG test split with the ``hoi_map`` evaluate module."""
+    import evaluate
+
+    from hoi_bench import metric_path
+    from hoi_bench.training import demo_hub_folder
+
+    def build(hub: Path) -> Path:
+        from hoi_sg_dataset.hub_folder import build_hoi_sg
+        from hoi_sg_dataset.samples import write_sample
+
+        return build_hoi_sg(write_sample(hub.parent / "sample").root, hub, [DEMO_CONFIG])
+
+    base = context.out_dir / "hoi_sg"
+    hub = demo_hub_folder(base, build)
+    common = ["--data", str(hub), "--config", DEMO_CONFIG, "--cache-dir", str(base / "cache")]
+    runs = {
+        "object prior": common + ["--model", "object-prior",
+                                  "--output-dir", str(base / f"{DEMO_CONFIG}-object-prior")],
+        f"pair classifier, {DEMO_STEPS} steps": common + [
+            "--output-dir", str(base / f"{DEMO_CONFIG}-pair"), "--max-steps", str(DEMO_STEPS),
+            "--learning-rate", "3e-3", "--checkpointing-steps", str(DEMO_STEPS)],
+    }
+    metric = evaluate.load(metric_path("hoi_map"))
+    for label, argv in runs.items():
+        args = parse_args(argv)
+        results = run(args)
+        path = Path(results["splits"]["test"]["predictions"])
+        predictions, references = module_inputs(path, load_split(args, "test"), dataset_of(DEMO_CONFIG))
+        value = metric.compute(predictions=predictions, references=references)["mAP"]
+        context.result(f"hoi_sg/{DEMO_CONFIG}", "test (SG)", f"mAP ({label})", value)
+        context.say(f"{label}: mAP {value:.3f} on the SG test split; predictions {path}")
+        context.artifacts[f"hoi_sg {label} predictions"] = path
+
+
+def module_inputs(path: Path, rows, dataset: str) -> tuple[list[dict], list[dict]]:
+    """``hoi_map``/``vcoco_map`` module inputs: one dict per GT image of ``rows`` (boxes, raw labels, raw
+    HOIs), predictions read from the PPDM/QPIC file ``path`` with the package's reader, lined up by file
+    name."""
+    from hoi_sg_dataset.builder import row_to_record
+    from hoi_sg_dataset.predictions import read_predictions
+
+    references = [row_to_record(row, dataset) for row in without_images(rows)]
+    by_name = {p.file_name: p for p in read_predictions(path, dataset)}
+    reference_dicts, prediction_dicts = [], []
+    for record in references:
+        reference_dicts.append({"boxes": record.boxes.tolist(), "box_labels": record.box_labels.tolist(),
+                                "hois": record.hoi_triplets.tolist()})
+        entry = by_name.get(record.file_name)
+        prediction_dicts.append({"boxes": [] if entry is None else entry.boxes.tolist(),
+                                 "box_labels": [] if entry is None else entry.box_labels.tolist(),
+                                 "hois": [] if entry is None else entry.hois.tolist(),
+                                 "scores": [] if entry is None else entry.scores.tolist()})
+    return prediction_dicts, reference_dicts
+
+
+def train_command():
+    """``hoi-bench train hoi_sg`` (registered by ``hoi_sg_dataset.cli``)."""
+    from hoi_bench.plugins import Command
+
+    return Command("train", "hoi_sg", "train and evaluate the object-prior and pair-classifier baselines",
+                   configure_parser, run)
+
+
+def demo_step():
+    """The training demo step (order 50) registered by ``hoi_sg_dataset.cli``."""
+    from hoi_bench.plugins import DemoStep
+
+    return DemoStep("hoi_sg: object prior vs. a pair classifier trained a few steps, scored with hoi_map",
+                    50, demo)
+
+
+if __name__ == "__main__":
+    main()

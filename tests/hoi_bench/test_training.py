@@ -1,0 +1,253 @@
+"""The shared accelerate loop (hoi_bench.training) and backbone factory (hoi_bench.backbones) on a toy task.
+
+The toy task: 8×8 images that are either reddish or greenish; the label is the colour. A tiny-random
+backbone + linear head learns it in a few steps. Run as a script (``accelerate launch test_training.py
+--output-dir DIR``) it trains the toy baseline, which is how the accelerate launcher itself is tested.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from hoi_bench.backbones import Preprocessing, crop_resized, image_tensor, load_backbone, tiny_random_backbone
+from hoi_bench.errors import ConfigError, HoiBenchError
+from hoi_bench.training import (
+    Baseline,
+    TrainingConfig,
+    add_training_arguments,
+    find_checkpoint,
+    run_training,
+    run_with_args,
+)
+
+
+def toy_rows(count: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    images, labels = [], []
+    for index in range(count):
+        label = index % 2
+        pixels = rng.integers(0, 90, size=(8, 8, 3), dtype=np.uint8)
+        pixels[..., label] += 150
+        images.append(Image.fromarray(pixels))
+        labels.append(label)
+    return {"id": [f"img{i}" for i in range(count)], "image": images, "label": labels}
+
+
+class ToyBaseline(Baseline):
+    """Colour classification; prediction file = JSON {id: predicted label}, metric = accuracy."""
+
+    name = "toy"
+
+    def __init__(self, train_rows: int = 24, eval_rows: int = 10) -> None:
+        import datasets
+
+        features = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
+                                      "label": datasets.ClassLabel(names=["red", "green"])})
+        self.train = datasets.Dataset.from_dict(toy_rows(train_rows, 0), features=features)
+        self.test = datasets.Dataset.from_dict(toy_rows(eval_rows, 1), features=features)
+        self.preprocessing = Preprocessing(size=8)
+
+    def build_model(self) -> torch.nn.Module:
+        backbone = tiny_random_backbone(size=8)
+        return torch.nn.Sequential(backbone, torch.nn.Linear(backbone.feature_dim, 2))
+
+    def train_dataset(self, streaming: bool):
+        return self.train.to_iterable_dataset(num_shards=2) if streaming else self.train
+
+    def eval_datasets(self):
+        return {"test": self.test}
+
+    def transform(self, rows):
+        rows["pixels"] = [crop_resized(image_tensor(image), [0, 0, 8, 8], self.preprocessing)
+                          for image in rows["image"]]
+        return rows
+
+    def collate(self, rows):
+        return {"pixels": torch.stack([r["pixels"] for r in rows]),
+                "label": torch.tensor([r["label"] for r in rows]), "id": [r["id"] for r in rows]}
+
+    def loss(self, model, batch):
+        return torch.nn.functional.cross_entropy(model(batch["pixels"]), batch["label"])
+
+    def predict(self, model, batch):
+        predicted = model(batch["pixels"]).argmax(-1).tolist()
+        truth = batch["label"].tolist()
+        return [{"id": i, "label": p, "truth": t} for i, p, t in zip(batch["id"], predicted, truth)]
+
+    def finish(self, split, records, predictions_dir):
+        predictions_dir.mkdir(parents=True, exist_ok=True)
+        path = predictions_dir / f"{split}.json"
+        path.write_text(json.dumps({r["id"]: r["label"] for r in records}))
+        return path, {"accuracy": float(np.mean([r["label"] == r["truth"] for r in records]))}
+
+
+@pytest.fixture(autouse=True)
+def fresh_accelerate_state():
+    """Each run builds its own Accelerator: forget the process-wide state between tests."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    yield
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()
+
+
+def config(tmp_path: Path, **overrides) -> TrainingConfig:
+    values = {"output_dir": tmp_path / "run", "max_steps": 6, "batch_size": 4, "eval_batch_size": 3,
+              "learning_rate": 1e-2, "checkpointing_steps": 3, "keep_checkpoints": 5, "log_every": 1,
+              "cpu": True, "seed": 3}
+    values.update(overrides)
+    return TrainingConfig(**values)
+
+
+def losses(output_dir: Path) -> list[float]:
+    return [entry["loss"] for entry in json.loads((output_dir / "log.json").read_text())["history"]]
+
+
+def test_loss_decreases_on_a_fixed_batch(tmp_path):
+    cfg = config(tmp_path, max_steps=12, overfit_batches=1, learning_rate=3e-2)
+    run_training(ToyBaseline(), cfg)
+    history = losses(cfg.output_dir)
+    assert len(history) == 12
+    assert history[-1] < 0.5 * history[0], history
+
+
+def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(tmp_path):
+    cfg = config(tmp_path)
+    first = run_training(ToyBaseline(), cfg)
+    uninterrupted = json.loads((cfg.output_dir / "log.json").read_text())["history"]
+    assert [e["step"] for e in uninterrupted] == [1, 2, 3, 4, 5, 6]
+    saved = sorted(p.name for p in (cfg.output_dir / "checkpoints").iterdir())
+    assert saved == ["step_0000003", "step_0000006"]
+
+    resumed_cfg = config(tmp_path, resume=str(cfg.output_dir / "checkpoints" / "step_0000003"))
+    second = run_training(ToyBaseline(), resumed_cfg)
+    resumed = json.loads((cfg.output_dir / "log.json").read_text())["history"]
+    assert [e["step"] for e in resumed] == [1, 2, 3, 4, 5, 6]
+    np.testing.assert_allclose([e["loss"] for e in resumed], [e["loss"] for e in uninterrupted], rtol=1e-5)
+    assert second["steps"] == 6
+    assert second["splits"]["test"]["metrics"] == first["splits"]["test"]["metrics"]
+
+
+def test_resume_latest_without_checkpoint_starts_fresh_and_with_one_continues(tmp_path):
+    cfg = config(tmp_path, max_steps=3, resume="latest")
+    assert find_checkpoint(cfg.output_dir, "latest") is None
+    run_training(ToyBaseline(), cfg)
+    assert find_checkpoint(cfg.output_dir, "latest").name == "step_0000003"
+    results = run_training(ToyBaseline(), config(tmp_path, max_steps=5, resume="latest"))
+    assert results["steps"] == 5
+    history = json.loads((cfg.output_dir / "log.json").read_text())["history"]
+    assert [e["step"] for e in history] == [1, 2, 3, 4, 5]
+
+
+def test_streaming_training_and_prediction_file(tmp_path):
+    cfg = config(tmp_path, max_steps=4, streaming=True, checkpointing_steps=10)
+    results = run_training(ToyBaseline(), cfg)
+    assert results["steps"] == 4
+    predictions = json.loads(Path(results["splits"]["test"]["predictions"]).read_text())
+    assert sorted(predictions) == sorted(f"img{i}" for i in range(10))  # every row once, no padding copies
+
+
+def test_gradient_accumulation_and_bf16(tmp_path):
+    cfg = config(tmp_path, max_steps=2, gradient_accumulation_steps=2, mixed_precision="bf16")
+    run_training(ToyBaseline(), cfg)
+    state = json.loads((cfg.output_dir / "checkpoints" / "step_0000002" / "trainer_state.json").read_text())
+    assert state["micro_batches"] == 4 and state["step"] == 2
+
+
+def test_eval_only_scores_without_training(tmp_path):
+    results = run_training(ToyBaseline(), config(tmp_path, eval_only=True))
+    assert results["steps"] == 0 and results["splits"]["test"]["examples"] == 10
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_eval_only_with_resume_scores_the_saved_model(tmp_path):
+    trained = run_training(ToyBaseline(), config(tmp_path, max_steps=3))
+    evaluated = run_training(ToyBaseline(), config(tmp_path, eval_only=True, resume="latest"))
+    assert evaluated["steps"] == 3
+    assert evaluated["splits"]["test"]["metrics"] == trained["splits"]["test"]["metrics"]
+
+
+def test_bad_settings_are_named():
+    with pytest.raises(ConfigError, match="unknown mixed precision 'fp8'"):
+        TrainingConfig(output_dir=Path("x"), mixed_precision="fp8")
+    with pytest.raises(HoiBenchError, match="--batch-size must be >= 1, got 0"):
+        TrainingConfig(output_dir=Path("x"), batch_size=0)
+    with pytest.raises(HoiBenchError, match="not a checkpoint folder"):
+        find_checkpoint(Path("x"), "/nonexistent/step_1")
+
+
+def test_tiny_random_backbone_needs_no_download_and_crops_degenerate_boxes():
+    backbone = load_backbone("tiny-random", size=16)
+    assert backbone.preprocessing.size == 16
+    crop = crop_resized(torch.zeros(3, 5, 5, dtype=torch.uint8), [4.5, 4.5, 4.5, 4.5], backbone.preprocessing)
+    assert backbone(crop.unsqueeze(0)).shape == (1, backbone.feature_dim)
+    with pytest.raises(ConfigError, match="unknown backbone kind 'timm'"):
+        load_backbone("tiny-random", kind="timm")
+
+
+def test_checkpoint_folder_loads_with_automodel_and_autobackbone(tmp_path):
+    """A saved ``transformers`` checkpoint (config, weights, image processor) loads offline both ways, with
+    the crop size and normalisation of its image processor."""
+    from transformers import ConvNextImageProcessor, ResNetConfig, ResNetModel
+
+    config = ResNetConfig(num_channels=3, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+                          layer_type="basic")
+    ResNetModel(config).save_pretrained(tmp_path)
+    ConvNextImageProcessor(size={"shortest_edge": 24}, image_mean=[0.5] * 3, image_std=[0.25] * 3,
+                           ).save_pretrained(tmp_path)
+    for kind in ("model", "backbone"):
+        backbone = load_backbone(str(tmp_path), kind=kind)
+        assert backbone.preprocessing == Preprocessing(size=24, mean=(0.5,) * 3, std=(0.25,) * 3)
+        assert backbone(torch.zeros(2, 3, 24, 24)).shape == (2, 16)
+    with pytest.raises(HoiBenchError, match="use 'tiny-random'"):
+        load_backbone(str(tmp_path / "missing"))
+
+
+def accelerate_launch(processes: int, *argv: str) -> None:
+    """Run this file as the toy baseline script under ``accelerate launch`` on the CPU."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(processes), "--cpu",
+               "--mixed_precision", "no", "--dynamo_backend", "no", "--num_machines", "1",
+               __file__, "--cpu", *argv]
+    completed = subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+
+
+def test_runs_through_accelerate_launch(tmp_path):
+    accelerate_launch(1, "--output-dir", str(tmp_path / "launched"), "--max-steps", "2")
+    results = json.loads((tmp_path / "launched" / "results.json").read_text())
+    assert results["steps"] == 2 and results["splits"]["test"]["examples"] == 10
+
+
+def test_two_processes_gather_every_row_once_and_resume_exactly(tmp_path):
+    out = tmp_path / "two"
+    accelerate_launch(2, "--output-dir", str(out), "--max-steps", "4", "--checkpointing-steps", "2",
+                      "--eval-batch-size", "3")
+    uninterrupted = json.loads((out / "log.json").read_text())["history"]
+    predictions = json.loads((out / "predictions" / "test.json").read_text())
+    assert sorted(predictions) == sorted(f"img{i}" for i in range(10))  # 12 padded slots, 10 rows kept
+    accelerate_launch(2, "--output-dir", str(out), "--max-steps", "4", "--eval-batch-size", "3",
+                      "--resume", str(out / "checkpoints" / "step_0000002"))
+    resumed = json.loads((out / "log.json").read_text())["history"]
+    assert [e["step"] for e in resumed] == [1, 2, 3, 4]
+    np.testing.assert_allclose([e["loss"] for e in resumed], [e["loss"] for e in uninterrupted], rtol=1e-5)
+
+
+def _script_main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description="toy baseline (test of hoi_bench.training)")
+    add_training_arguments(parser, batch_size=4, log_every=1, seed=3)
+    run_with_args(ToyBaseline(), parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    _script_main()
