@@ -86,7 +86,8 @@ def test_episodes_command_builds_a_hub_folder_when_images_exist(tmp_path):
 
 
 def test_demo_steps_build_draw_and_score(tmp_path):
-    steps = sorted((s for s in load_registry().demo_steps if s.name.startswith("bongard_hoi")), key=lambda s: s.order)
+    steps = sorted((s for s in load_registry().demo_steps if s.name.startswith("bongard_hoi") and s.order < 50),
+                   key=lambda s: s.order)  # the training step (order 52) is covered by test_baseline.py
     assert [s.order for s in steps] == [12, 32]
     said = []
     context = DemoContext(out_dir=tmp_path, say=said.append)

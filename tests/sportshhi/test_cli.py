@@ -86,10 +86,10 @@ def test_build_reports_missing_release_with_exit_2(tmp_path, capsys):
     assert "7 annotation files missing" in capsys.readouterr().err
 
 
-def test_demo_steps_are_registered_at_build_and_evaluation_orders():
+def test_demo_steps_are_registered_at_build_evaluation_and_training_orders():
     registry = Registry()
     register(registry)
-    assert sorted(step.order for step in registry.demo_steps) == [13, 33]
+    assert sorted(step.order for step in registry.demo_steps) == [13, 33, 53]
 
 
 def test_demo_score_records_map_and_recall_rows(tmp_path):
