@@ -7,6 +7,7 @@ import json
 from hoi_bench import cli
 from hoi_bench.plugins import DemoContext
 from hoi_sg_dataset import evaluation_cli
+from hoi_sg_dataset.predictions import vcoco_map_files
 
 GT = [
     {
@@ -91,7 +92,10 @@ def test_demo_step_scores_the_rule_on_the_sample(tmp_path):
     context = DemoContext(out_dir=tmp_path, say=said.append)
     evaluation_cli.run_demo(context)
     metrics = {(row.benchmark, row.metric): row.value for row in context.rows}
-    assert 0 < metrics[("hoi_sg/hico_split1", "hoi_map mAP (qpic)")] < 1
-    assert 0 < metrics[("hoi_sg/vcoco_split1", "vcoco_map mAP_all")] < 1
+    assert 0 < metrics[("hoi_sg/hico_split1", "hoi_map mAP, qpic (verb-prior rule)")] < 1
+    vcoco = metrics[("hoi_sg/vcoco_split1", "vcoco_map mAP_all (verb-prior rule)")]
+    assert 0 < vcoco < 1
+    base = tmp_path / "hoi_sg" / "metrics"  # the evaluate module gave what the file-level API gives
+    assert vcoco == vcoco_map_files(base / "test_vcoco_sg1.json", base / "predictions_vcoco_sg1.json")["mAP_all"]
     assert any("hoi-bench evaluate hoi_map" in line for line in said)
     assert (tmp_path / "hoi_sg" / "metrics" / "predictions_hico_sg1.json").is_file()
