@@ -84,12 +84,12 @@ def run_demo(registry: Registry, out_dir: Path) -> int:
         started = time.perf_counter()
         step.run(context)
         print(f"  ({time.perf_counter() - started:.1f} s)", flush=True)
-    print("\n== Results")
-    rows = [[r.benchmark, r.split, r.metric, r.value] for r in context.rows]
-    print(format_table(["benchmark", "split", "metric", "value"], rows))
     if context.artifacts:
         print("\n== Files")
         print(format_table(["what", "where"], [[k, str(v)] for k, v in context.artifacts.items()]))
+    print("\n== Results")
+    rows = [[r.benchmark, r.split, r.metric, r.value] for r in context.rows]
+    print(format_table(["benchmark", "split", "metric", "value"], rows))
     return 0
 
 

@@ -47,6 +47,7 @@ def test_demo_prints_results_table(tmp_path, capsys):
     assert "built toy" in out
     assert "toy        test   mAP     0.2500" in out
     assert str(tmp_path / "toy") in out
+    assert out.rstrip().endswith("toy        test   mAP     0.2500")  # the results table comes last
 
 
 def test_every_installed_plugin_registers_cleanly():
