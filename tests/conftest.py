@@ -13,6 +13,12 @@ if "HF_HOME" not in os.environ:
     os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="hoi-bench-test-hf-home-")
 
 import pytest  # noqa: E402  (the environment above must be set before datasets/evaluate are imported)
+from hypothesis import settings  # noqa: E402
+
+# CI replays the same examples on every run (a red build always reproduces); developers get fresh examples.
+settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("dev", database=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 ANCHORS = Path(__file__).resolve().parents[1].parent / "shared" / "anchors"
 

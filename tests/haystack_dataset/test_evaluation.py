@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
@@ -277,6 +277,9 @@ def test_official_mode_equals_an_emulation_of_the_released_script_on_tie_free_da
     raw = dict(GOLDEN_ANNOTATION, predicate_classes=[f"p{i}" for i in range(n)], data=data)
     rows = np.array(rows, dtype=np.float64)
     expected = _official_script_emulation(raw, rows)
+    # a reported predicate without negatives crashes the released script (sklearn's single-class AUC), so the
+    # emulation says nothing there; that case has its own test
+    assume(not any(np.isnan(auc) for auc, _, _ in expected.values()))
     report = haystack_scores(parse_annotation(raw), rows, rank_mode="official")
     assert sorted(report["per_predicate"]) == sorted(f"p{p}" for p in expected)
     for p, (auc, dd, do) in expected.items():
