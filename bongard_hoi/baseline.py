@@ -28,6 +28,7 @@ from hoi_bench.training import (
     add_training_arguments,
     backbone_from_args,
     load_split,
+    parse_script_args,
     run_with_args,
 )
 
@@ -161,10 +162,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bongard_hoi.baseline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    configure_parser(parser)
-    return parser.parse_args(argv)
+    return parse_script_args("bongard_hoi.baseline", __doc__, configure_parser, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -172,6 +170,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 DEMO_STEPS = 20
+
+
+TRAIN_HELP = "train and evaluate the ProtoNet baseline (accelerate)"
+DEMO_NAME = "bongard_hoi: train the ProtoNet baseline a few steps, score it with bongard_accuracy"
 
 
 def demo(context) -> None:
@@ -206,22 +208,6 @@ def demo(context) -> None:
         context.result("bongard_hoi", split, label, scored["accuracy"][split])
     context.result("bongard_hoi", "test mean", label, scored["test_mean"])
     context.artifacts["bongard_hoi ProtoNet predictions"] = path
-
-
-def train_command():
-    """``hoi-bench train bongard_hoi`` (registered by ``bongard_hoi.cli``)."""
-    from hoi_bench.plugins import Command
-
-    return Command("train", "bongard_hoi", "train and evaluate the ProtoNet baseline (accelerate)",
-                   configure_parser, run)
-
-
-def demo_step():
-    """The training demo step (order 52) registered by ``bongard_hoi.cli``."""
-    from hoi_bench.plugins import DemoStep
-
-    return DemoStep("bongard_hoi: train the ProtoNet baseline a few steps, score it with bongard_accuracy",
-                    52, demo)
 
 
 if __name__ == "__main__":

@@ -32,8 +32,8 @@ def register(registry: Registry) -> None:
     # training command and demo step (issue 7); the baseline imports torch only when it runs
     from bongard_hoi import baseline
 
-    registry.add_command(baseline.train_command())
-    registry.add_demo_step(baseline.demo_step())
+    registry.add_command(Command("train", "bongard_hoi", baseline.TRAIN_HELP, baseline.configure_parser, baseline.run))
+    registry.add_demo_step(DemoStep(baseline.DEMO_NAME, 52, baseline.demo))
 
 
 def _configure_build(parser: argparse.ArgumentParser) -> None:

@@ -38,6 +38,7 @@ from hoi_bench.training import (
     add_training_arguments,
     backbone_from_args,
     load_split,
+    parse_script_args,
     run_with_args,
 )
 
@@ -290,10 +291,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m haystack_dataset.baseline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    configure_parser(parser)
-    return parser.parse_args(argv)
+    return parse_script_args("haystack_dataset.baseline", __doc__, configure_parser, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -301,6 +299,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 DEMO_STEPS = 10
+
+
+TRAIN_HELP = "train and evaluate the PredCls relation baselines (accelerate)"
+DEMO_NAME = "haystack: train the PredCls classifier a few steps, score with p_auc/pdd/pdo/sg_recall"
 
 
 def demo(context) -> None:
@@ -360,22 +362,6 @@ def demo(context) -> None:
                 f"outputs {npy.name}, {recall_file.name}")
     context.artifacts["haystack PredCls NPY"] = npy
     context.artifacts["psg PredCls recall JSON"] = recall_file
-
-
-def train_command():
-    """``hoi-bench train haystack`` (registered by ``haystack_dataset.cli``)."""
-    from hoi_bench.plugins import Command
-
-    return Command("train", "haystack", "train and evaluate the PredCls relation baselines (accelerate)",
-                   configure_parser, run)
-
-
-def demo_step():
-    """The training demo step (order 51) registered by ``haystack_dataset.cli``."""
-    from hoi_bench.plugins import DemoStep
-
-    return DemoStep("haystack: train the PredCls classifier a few steps, score with p_auc/pdd/pdo/sg_recall",
-                    51, demo)
 
 
 if __name__ == "__main__":

@@ -552,3 +552,12 @@ def run_with_args(baseline: Baseline, args: argparse.Namespace) -> dict[str, Any
     extra = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
              if k not in TrainingConfig.__dataclass_fields__ and not callable(v)}
     return run_training(baseline, config_from_args(args, **extra))
+
+
+def parse_script_args(module: str, description: str | None, configure, argv: Sequence[str] | None = None
+                      ) -> argparse.Namespace:
+    """Parse ``python -m <module>`` arguments of a baseline whose flags ``configure(parser)`` declares."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    configure(parser)
+    return parser.parse_args(argv)

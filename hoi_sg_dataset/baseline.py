@@ -40,6 +40,7 @@ from hoi_bench.training import (
     add_training_arguments,
     backbone_from_args,
     load_split,
+    parse_script_args,
     run_with_args,
 )
 
@@ -297,10 +298,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m hoi_sg_dataset.baseline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    configure_parser(parser)
-    return parser.parse_args(argv)
+    return parse_script_args("hoi_sg_dataset.baseline", __doc__, configure_parser, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -309,6 +307,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 DEMO_CONFIG = "hico_split1"
 DEMO_STEPS = 40
+
+
+TRAIN_HELP = "train and evaluate the object-prior and pair-classifier baselines"
+DEMO_NAME = "hoi_sg: object prior vs. a pair classifier trained a few steps, scored with hoi_map"
 
 
 def demo(context) -> None:
@@ -366,22 +368,6 @@ def module_inputs(path: Path, rows, dataset: str) -> tuple[list[dict], list[dict
                                  "hois": [] if entry is None else entry.hois.tolist(),
                                  "scores": [] if entry is None else entry.scores.tolist()})
     return prediction_dicts, reference_dicts
-
-
-def train_command():
-    """``hoi-bench train hoi_sg`` (registered by ``hoi_sg_dataset.cli``)."""
-    from hoi_bench.plugins import Command
-
-    return Command("train", "hoi_sg", "train and evaluate the object-prior and pair-classifier baselines",
-                   configure_parser, run)
-
-
-def demo_step():
-    """The training demo step (order 50) registered by ``hoi_sg_dataset.cli``."""
-    from hoi_bench.plugins import DemoStep
-
-    return DemoStep("hoi_sg: object prior vs. a pair classifier trained a few steps, scored with hoi_map",
-                    50, demo)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from hoi_bench.training import (
     add_training_arguments,
     backbone_from_args,
     load_split,
+    parse_script_args,
     run_with_args,
 )
 
@@ -246,10 +247,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m sportshhi.baseline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    configure_parser(parser)
-    return parser.parse_args(argv)
+    return parse_script_args("sportshhi.baseline", __doc__, configure_parser, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -257,6 +255,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 DEMO_STEPS = 15
+
+
+TRAIN_HELP = "train and evaluate the HHICls pair-classifier baseline"
+DEMO_NAME = "sportshhi: train the HHICls pair classifier a few steps, score it with hhi_map"
 
 
 def demo(context) -> None:
@@ -308,22 +310,6 @@ def module_inputs(predicted, gt) -> tuple[list[dict], list[dict]]:
                            "object_boxes": gt.object_boxes[theirs].tolist(),
                            "labels": gt.labels[theirs].tolist()})
     return predictions, references
-
-
-def train_command():
-    """``hoi-bench train sportshhi`` (registered by ``sportshhi.cli``)."""
-    from hoi_bench.plugins import Command
-
-    return Command("train", "sportshhi", "train and evaluate the HHICls pair-classifier baseline",
-                   configure_parser, run)
-
-
-def demo_step():
-    """The training demo step (order 53) registered by ``sportshhi.cli``."""
-    from hoi_bench.plugins import DemoStep
-
-    return DemoStep("sportshhi: train the HHICls pair classifier a few steps, score it with hhi_map",
-                    53, demo)
 
 
 if __name__ == "__main__":
