@@ -20,6 +20,7 @@ from haystack_dataset.evaluation import (
     annotated_relations,
     haystack_scores,
     predicate_discrimination,
+    predicate_ranks,
 )
 from haystack_dataset.formats import parse_annotation
 from hoi_bench.errors import FormatError, PredictionError
@@ -108,11 +109,12 @@ def test_p_auc_equals_sklearn_and_is_invariant_to_increasing_transforms(seed, n,
 @_IGNORE_INPUT_WARNINGS
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 10_000), st.integers(2, 7), st.integers(1, 80), st.sampled_from([None, 2, 5]),
-       st.sampled_from(["paper", "official"]), st.integers(1, 4))
-def test_pdd_pdo_lie_in_unit_interval_and_equal_the_loop_reference(seed, n, size, tie_levels, rank_mode, min_pos):
+       st.sampled_from(["paper", "official"]), st.integers(1, 4), st.sampled_from(["C", "F"]))
+def test_pdd_pdo_lie_in_unit_interval_and_equal_the_loop_reference(seed, n, size, tie_levels, rank_mode, min_pos,
+                                                                   layout):
     scores, predicates, labels, present = _random_case(seed, n, size, tie_levels)
-    result = predicate_discrimination(scores, predicates, labels, present, rank_mode=rank_mode,
-                                      min_positives=min_pos)
+    result = predicate_discrimination(np.asarray(scores, order=layout), predicates, labels, present,
+                                      rank_mode=rank_mode, min_positives=min_pos)
     rows = [row.tolist() if keep else None for row, keep in zip(scores, present)]
     reference = loop_reference.loop_metrics(rows, predicates.tolist(), labels.tolist(), n, rank_mode=rank_mode,
                                             min_positives=min_pos)
@@ -125,6 +127,21 @@ def test_pdd_pdo_lie_in_unit_interval_and_equal_the_loop_reference(seed, n, size
             assert np.isnan(result.p_auc[p])
         else:
             assert result.p_auc[p] == pytest.approx(values["p_auc"], abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [9, 300, 2100])  # padding to whole words; counters past 255; byte lanes flushed
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("rank_mode", ["paper", "official"])
+def test_ranks_count_every_competitor_in_both_layouts_for_wide_score_rows(n, layout, rank_mode):
+    rng = np.random.default_rng(n)
+    scores = np.round(rng.random((30, n)) * 4) / 4          # few levels: many ties
+    scores[0] = 0.5                                         # a constant row: the worst rank
+    predicates = rng.integers(0, n, 30)
+    predicates[1] = n - 1                                   # the last column, which official mode never compares
+    ranks = predicate_ranks(np.asarray(scores, order=layout), predicates, rank_mode=rank_mode)
+    expected = [loop_reference.loop_rank(row.tolist(), int(p), rank_mode) for row, p in zip(scores, predicates)]
+    assert ranks.tolist() == expected
+    assert ranks[0] == (n - 1 if rank_mode == "paper" or predicates[0] == n - 1 else n - 2)
 
 
 def test_ties_rank_the_predicate_after_its_equals():
@@ -183,8 +200,16 @@ def test_nan_scores_are_an_error_naming_row_and_column():
     rows[3, 5] = np.nan
     with pytest.raises(PredictionError, match=r"row 3, column 5 \(score of predicate 2\)"):
         haystack_scores(golden(), rows)
-    with pytest.raises(PredictionError, match="NaN score"):
+    with pytest.raises(PredictionError, match="relation 0, predicate column 0: NaN score"):
         predicate_discrimination(np.array([[np.nan, 1.0]]), np.array([0]), np.array([1]))
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_nan_in_a_column_that_is_never_compared_is_still_an_error(layout):
+    scores = np.asarray(np.full((5, 3), 0.25), order=layout)
+    scores[4, 2] = np.nan                                   # official mode ranks among the first n - 1 columns only
+    with pytest.raises(PredictionError, match="relation 4, predicate column 2: NaN score"):
+        predicate_discrimination(scores, np.zeros(5, dtype=int), np.ones(5, dtype=int), rank_mode="official")
 
 
 def test_ids_that_match_no_image_are_an_error():
