@@ -153,8 +153,10 @@ class PredClsBaseline(Baseline):
     def loss(self, model, batch):
         import torch.nn.functional as F
 
+        from hoi_bench.heads import loss_over_pairs
+
         logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()
-        return F.cross_entropy(logits, batch["targets"])
+        return loss_over_pairs(F.cross_entropy, logits, batch["targets"])
 
     def predict(self, model, batch) -> list[dict[str, Any]]:
         logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -43,8 +45,9 @@ class PairClassifier(nn.Module):
         """``labels`` ``(pairs, 2)``: subject and object class, needed when built with ``num_labels`` or a
         ``pair_bias`` (a ``(labels, labels, classes)`` table added to the logits, e.g. log frequencies)."""
         pairs = crops.shape[0]
-        if pairs == 0:
-            return crops.new_zeros((0, self.num_classes))
+        if pairs == 0:  # empty, yet tied to every parameter: backward reaches them all, as DDP requires
+            tied = sum(parameter.sum() for parameter in self.parameters()) * 0.0
+            return crops.new_zeros((0, self.num_classes)) + tied
         parts = [self.backbone(crops.flatten(0, 1)).view(pairs, -1), self.geometry(geometry)]
         if self.labels is not None:
             parts.append(self.labels(labels).flatten(1))
@@ -105,6 +108,20 @@ class PrototypeClassifier(nn.Module):
         prototypes = torch.stack([self.embed(shots).mean(1) for shots in sides], dim=1)
         distances = torch.cdist(self.embed(queries), prototypes).pow(2)
         return -distances / self.log_temperature.exp()
+
+
+def loss_over_pairs(loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], logits: torch.Tensor,
+                    targets: torch.Tensor) -> torch.Tensor:
+    """``loss(logits, targets)``, or a zero that still back-propagates when the batch holds no candidate pair.
+
+    A batch can lack pairs (images with a single box, small batches); a mean over no pairs would be NaN and
+    would poison the logged loss, so such a batch contributes 0 and zero gradients instead.
+
+    >>> import torch.nn.functional as F
+    >>> float(loss_over_pairs(F.cross_entropy, torch.zeros(0, 3, requires_grad=True), torch.zeros(0, 3)))
+    0.0
+    """
+    return logits.sum() * 0.0 if logits.shape[0] == 0 else loss(logits, targets)
 
 
 def concat_pair_rows(rows: list[dict], tensor_keys: tuple[str, ...], meta_keys: tuple[str, ...]) -> dict:

@@ -157,8 +157,10 @@ class HoiPairBaseline(Baseline):
     def loss(self, model, batch):
         import torch.nn.functional as F
 
+        from hoi_bench.heads import loss_over_pairs
+
         logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()
-        return F.binary_cross_entropy_with_logits(logits, batch["targets"])
+        return loss_over_pairs(F.binary_cross_entropy_with_logits, logits, batch["targets"])
 
     def predict(self, model, batch) -> list[dict[str, Any]]:
         logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()

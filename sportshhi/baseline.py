@@ -124,7 +124,10 @@ class HHIClsBaseline(Baseline):
     def loss(self, model, batch):
         import torch.nn.functional as F
 
-        return F.cross_entropy(model(batch["crops"], batch["geometry"]).float(), batch["targets"])
+        from hoi_bench.heads import loss_over_pairs
+
+        logits = model(batch["crops"], batch["geometry"]).float()
+        return loss_over_pairs(F.cross_entropy, logits, batch["targets"])
 
     def predict(self, model, batch) -> list[dict[str, Any]]:
         probabilities = model(batch["crops"], batch["geometry"]).float().softmax(-1).cpu().numpy()
