@@ -27,7 +27,7 @@ class FrequencyPrior:
 
     @classmethod
     def fit(cls, rows: Iterable[Mapping], num_classes: int, num_predicates: int,
-            smoothing: float = 1.0) -> "FrequencyPrior":
+            smoothing: float = 1.0) -> FrequencyPrior:
         """Count over dataset rows with ``segments[*].category`` and ``relations[*].{subject, object, predicate}``.
 
         Pass ``ds.select_columns(["segments", "relations"])`` rather than ``ds`` to skip decoding the images.

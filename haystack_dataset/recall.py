@@ -48,7 +48,7 @@ class RecallGroundTruth:
     relations: np.ndarray
 
     @classmethod
-    def from_relations(cls, image_id, boxes, labels, relations) -> "RecallGroundTruth":
+    def from_relations(cls, image_id, boxes, labels, relations) -> RecallGroundTruth:
         """Ground truth of one image with exact duplicate triplets removed (first occurrence kept), as OpenPSG."""
         relations = np.asarray(relations, dtype=np.int64).reshape(-1, 3)
         _, first = np.unique(relations, axis=0, return_index=True)

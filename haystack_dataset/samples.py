@@ -153,7 +153,7 @@ def _write_image(image_root: Path, folder: str, number: int, scene: list[str], o
         category = objects.index(name)
         isthing = int(category < 80)
         segments.append({"id": segment_ids[k], "category_id": category, "iscrowd": 0, "isthing": isthing,
-                         "area": int(len(xs))})
+                         "area": len(xs)})
         annotations.append({"bbox": [float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1)],
                             "bbox_mode": 0, "category_id": category})
     return {"file_name": f"{folder}/{stem}.jpg", "height": HEIGHT, "width": WIDTH,

@@ -12,8 +12,9 @@ os.environ.setdefault("HF_UPDATE_DOWNLOAD_COUNTS", "0")
 if "HF_HOME" not in os.environ:
     os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="hoi-bench-test-hf-home-")
 
-import pytest  # noqa: E402  (the environment above must be set before datasets/evaluate are imported)
-from hypothesis import settings  # noqa: E402
+# imported only now: the environment above must be set before datasets/evaluate are imported
+import pytest
+from hypothesis import settings
 
 # CI replays the same examples on every run (a red build always reproduces); developers get fresh examples.
 settings.register_profile("ci", derandomize=True, database=None)

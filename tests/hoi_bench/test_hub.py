@@ -99,10 +99,9 @@ def test_staged_replace_on_success_swaps_and_on_error_removes(tmp_path):
     with staged_replace(target) as stage:
         (stage / "x").write_text("1")
     assert (target / "x").read_text() == "1"
-    with pytest.raises(KeyError):
-        with staged_replace(target) as stage:
-            (stage / "x").write_text("2")
-            raise KeyError("boom")
+    with pytest.raises(KeyError), staged_replace(target) as stage:
+        (stage / "x").write_text("2")
+        raise KeyError("boom")
     assert (target / "x").read_text() == "1"
 
 
