@@ -118,7 +118,7 @@ def loss_over_pairs(loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], 
     would poison the logged loss, so such a batch contributes 0 and zero gradients instead.
 
     >>> import torch.nn.functional as F
-    >>> float(loss_over_pairs(F.cross_entropy, torch.zeros(0, 3, requires_grad=True), torch.zeros(0, 3)))
+    >>> loss_over_pairs(F.cross_entropy, torch.zeros(0, 3, requires_grad=True), torch.zeros(0, 3)).item()
     0.0
     """
     return logits.sum() * 0.0 if logits.shape[0] == 0 else loss(logits, targets)
