@@ -159,15 +159,12 @@ class PredClsBaseline(Baseline):
         return loss_over_pairs(F.cross_entropy, logits, batch["targets"])
 
     def predict(self, model, batch) -> list[dict[str, Any]]:
+        from hoi_bench.heads import split_pair_rows
+
         logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()
-        probabilities = logits.softmax(-1).cpu().numpy()
-        records, start = [], 0
-        for row, count in enumerate(batch["pair_counts"].tolist()):
-            records.append({"image_id": batch["image_id"][row],
-                            "pairs": np.asarray(batch["pairs"][row]).reshape(-1, 2),
-                            "probabilities": probabilities[start:start + count]})
-            start += count
-        return records
+        probabilities = split_pair_rows(logits.softmax(-1).cpu().numpy(), batch["pair_counts"])
+        return [{"image_id": image_id, "pairs": np.asarray(pairs).reshape(-1, 2), "probabilities": row}
+                for image_id, pairs, row in zip(batch["image_id"], batch["pairs"], probabilities)]
 
     def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path):
         from haystack_dataset.predictions import (

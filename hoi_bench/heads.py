@@ -138,3 +138,16 @@ def concat_pair_rows(rows: list[dict], tensor_keys: tuple[str, ...], meta_keys: 
     for key in meta_keys:
         batch[key] = [row[key] for row in rows]
     return batch
+
+
+def split_pair_rows(values, pair_counts: torch.Tensor) -> list:
+    """The inverse of :func:`concat_pair_rows` for per-pair outputs: one slice of ``values`` per batch row.
+
+    >>> [part.tolist() for part in split_pair_rows(torch.arange(3), torch.tensor([2, 0, 1]))]
+    [[0, 1], [], [2]]
+    """
+    parts, start = [], 0
+    for count in pair_counts.tolist():
+        parts.append(values[start:start + count])
+        start += count
+    return parts

@@ -163,14 +163,13 @@ class HoiPairBaseline(Baseline):
         return loss_over_pairs(F.binary_cross_entropy_with_logits, logits, batch["targets"])
 
     def predict(self, model, batch) -> list[dict[str, Any]]:
+        from hoi_bench.heads import split_pair_rows
+
         logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()
         scores = (logits.exp() if self.args.model == "object-prior" else logits.sigmoid()).cpu().numpy()
-        records, start = [], 0
-        for row, count in enumerate(batch["pair_counts"].tolist()):
-            records.append({"file_name": batch["file_name"][row], "pairs": batch["pairs"][row],
-                            "scores": scores[start:start + count]})
-            start += count
-        return records
+        return [{"file_name": file_name, "pairs": pairs, "scores": row}
+                for file_name, pairs, row in zip(batch["file_name"], batch["pairs"],
+                                                 split_pair_rows(scores, batch["pair_counts"]))]
 
     def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path):
         from hoi_sg_dataset.builder import row_to_record

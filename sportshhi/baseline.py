@@ -130,14 +130,12 @@ class HHIClsBaseline(Baseline):
         return loss_over_pairs(F.cross_entropy, logits, batch["targets"])
 
     def predict(self, model, batch) -> list[dict[str, Any]]:
+        from hoi_bench.heads import split_pair_rows
+
         probabilities = model(batch["crops"], batch["geometry"]).float().softmax(-1).cpu().numpy()
-        records, start = [], 0
-        for row, count in enumerate(batch["pair_counts"].tolist()):
-            records.append({"video_id": batch["video_id"][row], "keyframe": batch["keyframe"][row],
-                            "pairs": batch["pairs"][row], "boxes": batch["boxes"][row],
-                            "probabilities": probabilities[start:start + count]})
-            start += count
-        return records
+        return [{"video_id": batch["video_id"][row], "keyframe": batch["keyframe"][row],
+                 "pairs": batch["pairs"][row], "boxes": batch["boxes"][row], "probabilities": part}
+                for row, part in enumerate(split_pair_rows(probabilities, batch["pair_counts"]))]
 
     def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path):
         from sportshhi.formats import PredictionRow, write_prediction_csv
