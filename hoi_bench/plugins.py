@@ -20,6 +20,7 @@ VERBS = {
     "show": "draw an example or a result as a PNG",
     "train": "train and evaluate a baseline",
     "splits": "generate systematic-generalization splits",
+    "convert": "convert predictions between a benchmark's file formats",
 }
 
 
