@@ -23,21 +23,6 @@ def precision_recall(is_tp: np.ndarray, num_gt: int) -> tuple[np.ndarray, np.nda
     return precision, recall
 
 
-def ap_11_point(precision: np.ndarray, recall: np.ndarray) -> float:
-    """VOC2007 11-point interpolated AP: mean over t in {0, .1, ..., 1} of max precision at recall >= t.
-
-    >>> round(ap_11_point(np.array([1.0, 0.5, 0.6667]), np.array([0.25, 0.25, 0.5])), 4)
-    0.4546
-    """
-    precision = np.asarray(precision, dtype=np.float64)
-    recall = np.asarray(recall, dtype=np.float64)
-    ap = 0.0
-    for t in ELEVEN_POINTS:
-        mask = recall >= t
-        ap += (precision[mask].max() if mask.any() else 0.0) / 11.0
-    return float(ap)
-
-
 def ap_all_point(precision: np.ndarray, recall: np.ndarray) -> float:
     """VOC2010+ all-point AP: area under the monotone precision envelope (TF-OD-API formulation).
 

@@ -36,13 +36,3 @@ def iou_matrix(boxes_a: np.ndarray, boxes_b: np.ndarray, *, plus_one: bool = Fal
         iou = np.where(union > 0, inter / union, 0.0)
     return iou
 
-
-def check_xyxy(boxes: np.ndarray) -> np.ndarray:
-    """Indices of boxes that are not well-formed xyxy (non-finite, or x2 < x1, or y2 < y1).
-
-    >>> check_xyxy(np.array([[0, 0, 1, 1], [5, 0, 2, 4], [0, float("nan"), 1, 1]])).tolist()
-    [1, 2]
-    """
-    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
-    bad = ~np.isfinite(b).all(axis=1) | (b[:, 2] < b[:, 0]) | (b[:, 3] < b[:, 1])
-    return np.flatnonzero(bad)

@@ -1,12 +1,13 @@
-"""IoU conventions and AP interpolations against hand-computed values."""
+"""IoU conventions and AP interpolations (library code and the tests' reference helpers) against hand-computed values."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from hoi_bench.ap import ap_11_point, ap_all_point, precision_recall
-from hoi_bench.boxes import check_xyxy, iou_matrix
+from hoi_bench.ap import ap_all_point, precision_recall
+from hoi_bench.boxes import iou_matrix
+from tests.hoi_bench.reference_math import ap_11_point, check_xyxy
 
 
 def test_iou_identical_and_disjoint_boxes():
@@ -43,3 +44,9 @@ def test_all_point_ap_by_hand():
     # TP, FP, TP with 2 GT: recall .5 at precision 1, recall 1 at precision 2/3 -> .5*1 + .5*2/3
     p, r = precision_recall(np.array([1, 0, 1]), num_gt=2)
     assert ap_all_point(p, r) == pytest.approx(0.5 + 0.5 * 2 / 3)
+
+
+def test_eleven_point_ap_by_hand():
+    # recall .25 at precision 1 and .5 at 2/3: t = 0, .1, .2 take 1; t = .3, .4, .5 take 2/3; t > .5 take 0
+    p, r = precision_recall(np.array([1, 0, 1]), num_gt=4)
+    assert ap_11_point(p, r) == pytest.approx((3 * 1.0 + 3 * 2 / 3) / 11)
