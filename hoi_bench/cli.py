@@ -1,25 +1,37 @@
-"""The ``hoi-bench`` command line: built-in commands plus those the benchmark packages register."""
+"""The ``hoi-bench`` command line: built-in commands plus those the benchmark packages register.
+
+Whatever a user types, a run ends in one of three ways: the command's output and exit 0; one line
+``hoi-bench: error: ...`` naming the file and what was expected, exit 2 (bad input, an output path that cannot be
+written, a refused upload); or ``hoi-bench: interrupted``, exit 130, after Ctrl-C. Outputs are written atomically,
+so an error or an interrupt leaves every file as it was. ``-v`` adds the traceback to an error.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hoi_bench.errors import HoiBenchError
-from hoi_bench.plugins import VERBS, DemoContext, Registry, load_registry
+from hoi_bench.files import check_output_file
+from hoi_bench.plugins import FILE_OUTPUTS, FILE_OUTPUTS_BY_VERB, VERBS, DemoContext, Registry, load_registry
 from hoi_bench.report import format_table
 
 logger = logging.getLogger("hoi_bench")
 
+NEXT_COMMANDS_SHOWN = 4
+"""How many of the demo steps' suggested commands the demo ends with."""
+
 
 def build_parser(registry: Registry) -> argparse.ArgumentParser:
     """The full argument parser: one sub-command per verb, one sub-sub-command per benchmark or metric."""
-    parser = argparse.ArgumentParser(prog="hoi-bench", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser = argparse.ArgumentParser(prog="hoi-bench", description=__doc__.split("\n", 1)[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages, show error tracebacks")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
 
     by_verb: dict[str, list] = {}
@@ -79,32 +91,92 @@ def run_demo(registry: Registry, out_dir: Path) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     context = DemoContext(out_dir=out_dir, say=lambda text: print(f"  {text}", flush=True))
     steps = sorted(registry.demo_steps, key=lambda s: (s.order, s.name))
-    for step in steps:
-        print(f"== {step.name}", flush=True)
-        started = time.perf_counter()
-        step.run(context)
-        print(f"  ({time.perf_counter() - started:.1f} s)", flush=True)
+    with _quiet_progress_bars():
+        for step in steps:
+            print(f"== {step.name}", flush=True)
+            started = time.perf_counter()
+            step.run(context)
+            print(f"  ({time.perf_counter() - started:.1f} s)", flush=True)
     if context.artifacts:
         print("\n== Files")
         print(format_table(["what", "where"], [[k, str(v)] for k, v in context.artifacts.items()]))
     print("\n== Results")
     rows = [[r.benchmark, r.split, r.metric, r.value] for r in context.rows]
     print(format_table(["benchmark", "split", "metric", "value"], rows))
+    if context.next_commands:
+        print("\n== Try next")
+        for command in context.next_commands[:NEXT_COMMANDS_SHOWN]:
+            print(f"  {command}")
     return 0
+
+
+@contextlib.contextmanager
+def _quiet_progress_bars() -> Iterator[None]:
+    """Turn off the progress bars of datasets and huggingface_hub while the demo runs, then restore them.
+
+    The training harness follows datasets' switch too, so the demo prints its summary and nothing else.
+    """
+    import datasets
+    import huggingface_hub.utils as hub_utils
+
+    restore = []
+    if datasets.is_progress_bar_enabled():
+        datasets.disable_progress_bars()
+        restore.append(datasets.enable_progress_bars)
+    if not hub_utils.are_progress_bars_disabled():
+        hub_utils.disable_progress_bars()
+        restore.append(hub_utils.enable_progress_bars)
+    try:
+        yield
+    finally:
+        for undo in restore:
+            undo()
+
+
+def check_file_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an output file that cannot be written (a folder, under a file, no permission).
+
+    Which arguments are output files is the convention of :data:`hoi_bench.plugins.FILE_OUTPUTS`.
+    """
+    for dest in FILE_OUTPUTS + FILE_OUTPUTS_BY_VERB.get(getattr(args, "verb", None), ()):
+        value = getattr(args, dest, None)
+        if isinstance(value, (str, os.PathLike)):
+            check_output_file(value, "--" + dest.replace("_", "-"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hoi-bench`` console script."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("hoi-bench: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     registry = load_registry()
     parser = build_parser(registry)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    level = logging.DEBUG if args.verbose else logging.WARNING if args.verb == "demo" else logging.INFO
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
+        check_file_outputs(args)
         return int(args.handler(args) or 0)
     except HoiBenchError as error:
-        print(f"hoi-bench: error: {error}", file=sys.stderr)
-        return 2
+        return _fail(str(error), args.verbose)
+    except OSError as error:  # a user-given path the command did not expect to fail (permission, a folder, ...)
+        where = " -> ".join(str(f) for f in (error.filename, error.filename2) if f is not None)
+        reason = error.strerror or str(error) or type(error).__name__
+        return _fail(f"{where}: {reason}" if where else reason, args.verbose)
+    except RecursionError:
+        return _fail("input nested too deeply to read (a JSON file with thousands of nested levels?)", args.verbose)
+
+
+def _fail(message: str, verbose: bool) -> int:
+    if verbose:
+        logger.exception("traceback of the error below")
+    print(f"hoi-bench: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

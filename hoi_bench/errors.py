@@ -97,6 +97,23 @@ class DataError(HoiBenchError, ValueError):
     """Data is well-formed but violates a benchmark invariant (e.g. an image shared across splits)."""
 
 
+class OutputPathError(HoiBenchError, OSError):
+    """A file hoi-bench was asked to write cannot be written there (a folder, under a file, no permission).
+
+    >>> str(OutputPathError("runs", "--output", "is a folder", expected="a file path"))
+    "--output 'runs': is a folder (expected a file path)"
+    """
+
+    def __init__(self, path: Any, what: str, problem: str, *, expected: str | None = None) -> None:
+        self.path = str(path)
+        text = f"{what} {self.path!r}: {problem}"
+        super().__init__(f"{text} (expected {expected})" if expected else text)
+
+
+class PushError(HoiBenchError, RuntimeError):
+    """Uploading to the Hugging Face Hub failed: offline, no token, a bad repository id, or a network error."""
+
+
 def _short(value: Any, limit: int = 120) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

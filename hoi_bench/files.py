@@ -1,19 +1,23 @@
 """Reading and writing the small files every benchmark has: JSON in (with hoi-bench errors), anything out atomically.
 
 Readers name the file, the line and column of malformed JSON; writers go through a temporary sibling renamed over
-the target, so a crash never leaves half a file where a reader (or a later evaluation) would find it.
+the target, so a crash never leaves half a file where a reader (or a later evaluation) would find it, and name the
+path when it cannot be written. JSON goes out strict: undefined numbers (NaN, ±inf) as ``null``, never a bare
+``NaN`` token. Every JSON report and ``--output`` file is written by :func:`write_json_atomic`.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from hoi_bench.errors import FormatError, MissingFilesError
+from hoi_bench.errors import FormatError, MissingFilesError, OutputPathError
 
 
 MAX_DECOMPRESSED_BYTES = 4 * 1024**3
@@ -27,6 +31,8 @@ def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int = 
     limit raises ``FormatError`` naming the file, so a 400 KB gzip bomb costs at most ``max_bytes`` of memory.
     """
     path = Path(path)
+    if path.is_dir():
+        raise FormatError(str(path), f"{what} is a folder", expected=f"a {what}", found="a folder")
     if not path.is_file():
         raise MissingFilesError(str(path.parent), [path.name], what=what)
     compressed = path.name.endswith(".gz")
@@ -79,26 +85,151 @@ def read_json(path: str | os.PathLike, what: str = "JSON file") -> Any:
         raise FormatError(str(path), f"unreadable {what}", expected=expected, found=found) from error
 
 
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to a temporary sibling and rename it over ``path``: a failure leaves no partial file."""
+def decode_json(data: bytes, type: Any, path: str | os.PathLike, what: str = "JSON file") -> Any:
+    """``data`` decoded by msgspec into ``type`` (a ``msgspec.Struct``, ``list[...]``, ...), errors as ``FormatError``.
+
+    For readers that validate in compiled code: malformed JSON names the line and column (as :func:`read_json`
+    does), a value of the wrong type or a missing field names its location (``$[12].bbox[2]``), and nesting too
+    deep for the decoder is a clear error instead of a ``RecursionError``. ``path`` and ``what`` only name the
+    file in messages; read the bytes with :func:`read_bytes`.
+    """
+    import msgspec
+
+    try:
+        return msgspec.json.decode(data, type=type)
+    except msgspec.ValidationError as error:
+        message, _, where = str(error).partition(" - at ")
+        raise FormatError(str(path), f"invalid {what}", field=where.strip("`") or None, expected="the "
+                          f"documented {what} layout", found=message) from error
+    except msgspec.DecodeError as error:
+        message = str(error)
+        offset = re.search(r"\(byte (\d+)\)", message)
+        field = None
+        if offset:
+            position = int(offset.group(1))
+            line = data.count(b"\n", 0, position) + 1
+            column = position - (data.rfind(b"\n", 0, position) + 1) + 1
+            field = f"line {line} column {column}"
+            message = message[: offset.start()].strip()
+        raise FormatError(str(path), f"malformed {what}" if offset else f"unreadable {what}", field=field,
+                          expected="valid UTF-8 JSON", found=message.removeprefix("JSON is malformed: ")) from error
+    except RecursionError as error:
+        raise FormatError(str(path), f"unreadable {what}", expected="JSON nested at most a few hundred levels",
+                          found="nesting too deep") from error
+
+
+def check_output_file(path: str | os.PathLike, what: str = "output file") -> Path:
+    """``path`` if a file can be written there, checked before any expensive work; else ``OutputPathError``.
+
+    Refused: an existing folder, a path under a regular file, and a folder where no file can be created (probed
+    by creating and removing a temporary file in the nearest existing folder, which is what the writer will need;
+    permission bits alone say nothing for root or read-only mounts). Nothing is created or changed.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)
+    if path.is_dir():
+        raise OutputPathError(path, what, "is a folder", expected="a file path")
+    folder = path.parent
+    while not folder.exists():
+        if folder.is_symlink():
+            raise OutputPathError(path, what, f"{folder} is a broken link", expected="an existing or creatable folder")
+        folder = folder.parent
+    if not folder.is_dir():
+        raise OutputPathError(path, what, f"{folder} is a file, not a folder", expected="a path inside a folder")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=f".{path.name}.probe-", dir=folder)
+    except OSError as error:
+        raise OutputPathError(path, what, f"cannot create files in {folder} ({error.strerror or error})",
+                              expected="a writable folder") from error
+    os.close(handle)
+    Path(probe).unlink(missing_ok=True)
+    return path
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes, what: str = "output file") -> Path:
+    """Write ``data`` to a temporary sibling and rename it over ``path``: a failure leaves no partial file.
+
+    A path that cannot be written (a folder, under a regular file, no permission, disk full) raises
+    ``OutputPathError`` naming it; whatever was at ``path`` before stays as it was.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise OutputPathError(path, what, "is a folder", expected="a file path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)
+    except OSError as error:
+        raise OutputPathError(path, what, f"cannot create it ({error.strerror or error})",
+                              expected="a path in a writable folder") from error
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
+        os.chmod(temporary, 0o666 & ~_umask())
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise OutputPathError(path, what, f"cannot write it ({error.strerror or error})",
+                                  expected="a path in a writable folder") from error
         raise
     return path
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows (``os.umask`` alone must set it)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, what: str = "output file") -> Path:
     """Write UTF-8 ``text`` atomically (see :func:`write_bytes_atomic`)."""
-    return write_bytes_atomic(path, text.encode("utf-8"))
+    return write_bytes_atomic(path, text.encode("utf-8"), what)
 
 
-def write_json_atomic(path: str | os.PathLike, payload: Any, *, indent: int | None = None) -> Path:
-    """Write ``payload`` as JSON atomically; ``indent=None`` is the compact form upstream files use."""
-    return write_text_atomic(path, json.dumps(payload, indent=indent) + ("\n" if indent is not None else ""))
+def json_safe(value: Any) -> Any:
+    """``value`` with NaN and ±inf replaced by ``None`` and numpy scalars and arrays turned into Python values.
+
+    JSON has no NaN: ``json.dumps`` would write a bare ``NaN`` token that strict parsers (and most languages)
+    refuse. hoi-bench reports an undefined value (an AP with no positives, a mean over nothing) as ``null``.
+
+    >>> json_safe({"ap": float("nan"), "ks": (20, 50), "x": [float("inf"), 0.5]})
+    {'ap': None, 'ks': [20, 50], 'x': [None, 0.5]}
+    """
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {_json_key(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):  # numpy scalar or array, numpy not imported
+        return json_safe(value.tolist())
+    return value
+
+
+def _json_key(key: Any) -> Any:
+    return key.item() if type(key).__module__ == "numpy" and hasattr(key, "item") else key
+
+
+def dumps_json(payload: Any, *, indent: int | None = None) -> str:
+    """Strict JSON text of ``payload``: undefined numbers as ``null`` (see :func:`json_safe`), never ``NaN``.
+
+    Clean payloads take the C encoder directly; only a payload it refuses (a non-finite float, a numpy value) is
+    converted first, so big prediction files cost no extra pass.
+    """
+    try:
+        return json.dumps(payload, indent=indent, allow_nan=False)
+    except (ValueError, TypeError):
+        return json.dumps(json_safe(payload), indent=indent, allow_nan=False)
+
+
+def write_json_atomic(path: str | os.PathLike, payload: Any, *, indent: int | None = None,
+                      what: str = "output file") -> Path:
+    """Write ``payload`` as strict JSON (:func:`dumps_json`) atomically; ``indent=None`` is the compact form
+    upstream files use."""
+    return write_text_atomic(path, dumps_json(payload, indent=indent) + ("\n" if indent is not None else ""), what)

@@ -1,15 +1,22 @@
 """How benchmark packages plug commands and demo steps into ``hoi-bench`` without ``hoi_bench`` importing them.
 
 Each benchmark package exposes ``register(registry)`` under the ``hoi_bench.plugins`` entry-point group
-(declared in ``setup.cfg``); the CLI discovers them at start-up.
+(declared in ``setup.cfg``); the CLI discovers them at start-up, so a package's ``cli`` module and whatever it
+imports at module level are loaded for every command, ``--help`` included: keep heavy imports (datasets, pyarrow,
+matplotlib, torch, evaluate, huggingface_hub) inside the handlers.
+
+Conventions the CLI enforces for every command (see ``hoi_bench.cli``): an argument whose destination is one of
+:data:`FILE_OUTPUTS` (or :data:`FILE_OUTPUTS_BY_VERB` for that verb) names a file the command writes, and is
+checked before the command runs; counts such as ``--num-proc`` take :func:`positive_int`.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from numbers import Integral
 from pathlib import Path
 
 VERBS = {
@@ -22,6 +29,31 @@ VERBS = {
     "splits": "generate systematic-generalization splits",
     "convert": "convert predictions between a benchmark's file formats",
 }
+
+
+FILE_OUTPUTS = ("output", "markdown", "latex", "plot")
+"""Argument destinations that name one output file, whatever the command (``--output REPORT.json``)."""
+
+FILE_OUTPUTS_BY_VERB = {"show": ("out",), "convert": ("out",)}
+"""Verbs whose ``--out`` is a file (a PNG, a converted prediction file); elsewhere ``--out`` is a folder."""
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a count that must be at least 1 (``--num-proc``, ``--num-episodes``).
+
+    >>> positive_int("4")
+    4
+    >>> positive_int("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected a positive integer, found '0'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -42,7 +74,7 @@ class DemoRow:
     benchmark: str
     split: str
     metric: str
-    value: float | None
+    value: int | float | None
 
 
 @dataclass
@@ -54,8 +86,38 @@ class DemoContext:
     rows: list[DemoRow] = field(default_factory=list)
     artifacts: dict[str, Path] = field(default_factory=dict)
 
-    def result(self, benchmark: str, split: str, metric: str, value: float | None) -> None:
-        self.rows.append(DemoRow(benchmark, split, metric, None if value is None else float(value)))
+    next_commands: list[str] = field(default_factory=list)
+
+    def result(self, benchmark: str, split: str, metric: str, value: int | float | None) -> None:
+        """Add a row to the closing results table; counts stay integers (``355``, not ``355.0``)."""
+        if value is not None:
+            value = int(value) if isinstance(value, Integral) else float(value)
+        self.rows.append(DemoRow(benchmark, split, metric, value))
+
+    def suggest(self, *command: str | os.PathLike) -> None:
+        """Offer a command a user can run next on what this step wrote; the demo ends with the first few.
+
+        Pass the words of the command; paths are shown relative to the working directory when inside it.
+        """
+        self.next_commands.append(shell_command(command))
+
+
+def shell_command(words: Sequence[str | os.PathLike]) -> str:
+    """One shell line from command words, quoting where needed and shortening paths under the working directory.
+
+    >>> shell_command(["hoi-bench", "show", "haystack", "--metrics", Path("a b.json")])
+    "hoi-bench show haystack --metrics 'a b.json'"
+    """
+    import shlex
+
+    cwd = Path.cwd()
+    shown = []
+    for word in words:
+        if isinstance(word, os.PathLike):
+            path = Path(word)
+            word = str(path.relative_to(cwd) if path.is_absolute() and path.is_relative_to(cwd) else path)
+        shown.append(shlex.quote(str(word)))
+    return " ".join(shown)
 
 
 @dataclass(frozen=True)
@@ -88,6 +150,8 @@ class Registry:
 
 def load_registry() -> Registry:
     """Collect every installed plugin's commands and demo steps."""
+    from importlib.metadata import entry_points
+
     registry = Registry()
     for entry in sorted(entry_points(group="hoi_bench.plugins"), key=lambda e: e.name):
         entry.load()(registry)

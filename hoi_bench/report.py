@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Integral, Real
 
 
 def format_value(value: object, digits: int = 4) -> str:
-    """Numbers rounded for reading, ``None`` as ``n/a``.
+    """Fractions rounded for reading, counts as integers, ``None`` as ``n/a``; numpy scalars alike.
 
-    >>> format_value(0.123456), format_value(None), format_value(12), format_value("x")
-    ('0.1235', 'n/a', '12', 'x')
+    >>> format_value(0.123456), format_value(None), format_value(12), format_value("x"), format_value(float("nan"))
+    ('0.1235', 'n/a', '12', 'x', 'nan')
     """
     if value is None:
         return "n/a"
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
+    if isinstance(value, Integral):
+        return str(int(value))
+    if isinstance(value, Real):
+        return f"{float(value):.{digits}f}"
     return str(value)
 
 

@@ -38,8 +38,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from hoi_bench.errors import ConfigError, HoiBenchError
 
 if TYPE_CHECKING:  # torch is imported when a run starts, so building the `hoi-bench` parser stays fast
@@ -261,6 +259,8 @@ class EpochShuffleSampler:
     def __iter__(self) -> Iterator[int]:
         if not self.shuffle:
             return iter(range(self.size))
+        import numpy as np
+
         return iter(np.random.default_rng(self.seed + self.epoch).permutation(self.size).tolist())
 
     def __len__(self) -> int:
@@ -349,6 +349,7 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
     import torch
     from accelerate import Accelerator
     from accelerate.utils import DataLoaderConfiguration, GradientAccumulationPlugin, set_seed
+    from datasets import is_progress_bar_enabled
     from datasets.distributed import split_dataset_by_node
     from torch.utils.data import DataLoader
     from tqdm.auto import tqdm
@@ -399,7 +400,8 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
         loader = accelerator.prepare(DataLoader(dataset.with_transform(baseline.transform),
                                                 batch_size=config.eval_batch_size, shuffle=False,
                                                 collate_fn=baseline.collate, num_workers=config.num_workers))
-        for batch in tqdm(loader, desc=f"predict {split}", disable=not accelerator.is_local_main_process):
+        for batch in tqdm(loader, desc=f"predict {split}",
+                          disable=not (accelerator.is_local_main_process and is_progress_bar_enabled())):
             with torch.no_grad(), accelerator.autocast():
                 records.extend(accelerator.gather_for_metrics(baseline.predict(model, batch),
                                                               use_gather_object=True))
@@ -421,7 +423,7 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
 def _train(accelerator, baseline, model, train_data, config, checkpoint, progress, history, split_by_node,
            tqdm):
     import torch
-    from datasets import IterableDataset
+    from datasets import IterableDataset, is_progress_bar_enabled
     from torch.utils.data import DataLoader
 
     streaming = isinstance(train_data, IterableDataset)
@@ -461,7 +463,7 @@ def _train(accelerator, baseline, model, train_data, config, checkpoint, progres
         logger.info("resumed from %s at step %d", checkpoint, progress.step)
 
     bar = tqdm(total=config.max_steps, initial=progress.step, desc=f"train {baseline.name}",
-               disable=not accelerator.is_local_main_process)
+               disable=not (accelerator.is_local_main_process and is_progress_bar_enabled()))
     running = torch.zeros(2, device=accelerator.device)
     model.train()
     for epoch, position, batch in _cycle_batches(loader, accelerator, progress, batches_per_epoch,

@@ -27,7 +27,7 @@ def test_missing_and_corrupt_gzip(tmp_path):
     with pytest.raises(MissingFilesError, match="nope.json"):
         read_json(tmp_path / "nope.json", what="prediction file")
     (tmp_path / "x.json.gz").write_bytes(b"not gzip")
-    with pytest.raises(FormatError, match="gzip-compressed UTF-8 JSON"):
+    with pytest.raises(FormatError, match="expected gzip-compressed JSON file"):
         read_json(tmp_path / "x.json.gz")
 
 
