@@ -21,19 +21,29 @@ Ranks (``rank_mode``):
   is annotated; here that predicate is ranked by the same rule (its place among the first n − 1 columns, 0..n−1)
   and a warning is issued.
 
-Ties: p is placed *after* every other predicate with an equal score, i.e. rank = #{q ≠ p : s_q ≥ s_p} (in official
-mode q runs over the first n − 1 columns). A constant score row therefore gives the worst rank, never the best. The
-official script's order of tied scores is numpy's unspecified ``argsort`` order; without ties both agree exactly.
+Ties (``rank_mode``):
+
+- ``"paper"``: p is placed *after* every other predicate with an equal score, i.e. rank = #{q != p : s_q >= s_p};
+  a constant score row therefore gives the worst rank, never the best;
+- ``"official"``: as the released script, p's rank is its position in ``row[:n-1].argsort()[::-1]`` (numpy's
+  default sort, reversed: of two tied scores the higher column comes first). numpy's default sort is not stable
+  and its tie order can depend on the CPU's SIMD sort, so rows with a tie are ranked by that very call, on the
+  scores in the dtype they were given in; rows without ties (almost all of them) are ranked by counting.
 
 Inputs the official script crashes on give defined results with a :class:`HaystackInputWarning`: an annotated
-image without output rows (its relations count as missing), a reported predicate with positives but no
-negatives (P-AUC is NaN, PDD/PDO are defined), the last predicate annotated in official mode. Duplicate output
-rows for one pair are an error.
+image without output rows (its relations count as missing) and the last predicate annotated in official mode. A
+reported predicate with positives but no negatives has P-AUC NaN (as scikit-learn >= 1.6 gives the script); in
+official mode the P-AUC mean is then NaN too (the script's plain mean), the paper mode averages the defined
+values. Output rows that no annotation can use (other images, a segment index past the image's
+``segments_info``, a segment paired with itself) are ignored and counted in a warning; two rows for one
+*annotated* pair are an error, two rows for a pair no annotation uses are ignored (the script looks up annotated
+pairs only).
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,11 +53,16 @@ from hoi_bench.errors import ConfigError, PredictionError
 
 RANK_MODES = ("paper", "official")
 DEFAULT_MIN_POSITIVES = 4
+_ROWS_PER_CHUNK = 65536  # output rows validated and joined at a time: about 30 MB of float64 for n = 56
 _BLOCK_VALUES = 8192 * 56  # scores compared per block of rows: about 3.5 MiB of float64, near the cache size
 _LANE_CAPACITY = 255  # 0/1 bytes that can be added in one byte lane before it overflows
 _EVEN_BYTES = np.uint64(0x00FF00FF00FF00FF)
 _ONE_PER_16_BITS = np.uint64(0x0001000100010001)
-TIE_RULE = "a predicate tied with others is ranked after all of them: rank = #{q != p : s_q >= s_p}"
+TIE_RULES = {
+    "paper": "a predicate tied with others is ranked after all of them: rank = #{q != p : s_q >= s_p}",
+    "official": "as calc_metrics.py: position in numpy's argsort of the first n-1 scores, reversed (of tied scores "
+                "the higher column comes first)",
+}
 
 
 class HaystackInputWarning(UserWarning):
@@ -58,7 +73,9 @@ class HaystackInputWarning(UserWarning):
 class AnnotatedRelations:
     """Every labelled (pair, predicate) of a Haystack file, one entry each, in file order (positives first per image).
 
-    ``image_index`` points into ``image_keys``; ``label`` is 1 for ``relations`` and 0 for ``neg_relations``.
+    ``image_index`` points into ``image_keys``; ``label`` is 1 for ``relations`` and 0 for ``neg_relations``;
+    ``segment_counts`` (optional) is the length of each image's ``segments_info``, used to count output rows that
+    no annotation can use.
     """
 
     image_keys: list[str]
@@ -68,6 +85,7 @@ class AnnotatedRelations:
     predicate: np.ndarray
     label: np.ndarray
     skipped_no_predicate: int = 0
+    segment_counts: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.predicate)
@@ -76,11 +94,12 @@ class AnnotatedRelations:
 def annotated_relations(annotation: SceneGraphAnnotation) -> AnnotatedRelations:
     """Flatten the positive and negative relations of ``annotation``; predicate ``-1`` entries are skipped.
 
-    >>> from haystack_dataset.formats import parse_annotation
-    >>> ann = parse_annotation(GOLDEN_ANNOTATION)
-    >>> rel = annotated_relations(ann)
-    >>> len(rel), int(rel.label.sum()), rel.skipped_no_predicate
-    (11, 6, 1)
+    >>> from haystack_dataset.formats import SceneGraphAnnotation, SceneGraphImage
+    >>> image = SceneGraphImage(7, "a.jpg", 4, 4, "a.png", [{}, {}], np.zeros((2, 4)), np.zeros(2, dtype=int),
+    ...                         np.array([[0, 1, 0]]), np.array([[1, 0, 0], [0, 1, -1]]))
+    >>> rel = annotated_relations(SceneGraphAnnotation(["a"], [], ["on", "by"], [image], has_negatives=True))
+    >>> len(rel), rel.label.tolist(), rel.skipped_no_predicate, rel.segment_counts.tolist()
+    (2, [1, 0], 1, [2])
     """
     keys = [image.key for image in annotation.images]
     parts, skipped = [], 0
@@ -91,14 +110,17 @@ def annotated_relations(annotation: SceneGraphAnnotation) -> AnnotatedRelations:
             kept = triplets[keep]
             parts.append(np.column_stack([np.full(len(kept), index), kept, np.full(len(kept), label)]))
     table = np.concatenate(parts).astype(np.int64) if parts else np.zeros((0, 5), dtype=np.int64)
-    return AnnotatedRelations(keys, table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4], skipped)
+    counts = np.array([len(image.boxes) for image in annotation.images], dtype=np.int64)
+    return AnnotatedRelations(keys, table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4], skipped, counts)
 
 
-def check_output_rows(rows: np.ndarray, num_predicates: int, *, file: str | None = None) -> np.ndarray:
+def check_output_rows(rows: np.ndarray, num_predicates: int, *, file: str | None = None,
+                      first_row: int = 0) -> np.ndarray:
     """Validate a Haystack output array ``[image_id, subject, object, n scores]`` per row; return it as float64.
 
-    Raises :class:`PredictionError` naming the row and column for a wrong width (the no-relation column must be
-    removed), non-integer or negative id columns, and NaN / infinite scores.
+    Raises :class:`PredictionError` naming the row (counted from ``first_row``, for a block of a larger file) and
+    column for a wrong width (the no-relation column must be removed), non-integer or negative id columns, and
+    NaN / infinite scores.
 
     >>> check_output_rows(np.array([[7, 0, 1, 0.5, 0.5]]), 2).shape
     (1, 5)
@@ -112,52 +134,109 @@ def check_output_rows(rows: np.ndarray, num_predicates: int, *, file: str | None
         rows = rows.astype(np.float64, copy=False)
     except (TypeError, ValueError) as error:
         raise PredictionError(f"{where}output must hold numbers (found dtype {rows.dtype}: {error})") from error
-    width = 3 + num_predicates
-    if rows.shape[1] != width:
-        hint = " (remove the no-relation score column)" if rows.shape[1] == width + 1 else ""
-        raise PredictionError(f"{where}score row of the wrong width{hint}: expected {width} columns "
-                              f"[image_id, subject, object] + {num_predicates} predicate scores, found {rows.shape[1]}")
+    _check_width(rows.shape[1], num_predicates, where)
     bad = ~np.isfinite(rows)
     if bad.any():
         row, column = map(int, np.argwhere(bad)[0])
         what = "image_id/subject/object" if column < 3 else f"score of predicate {column - 3}"
-        raise PredictionError(f"{where}row {row}, column {column} ({what}): expected a finite number, "
+        raise PredictionError(f"{where}row {first_row + row}, column {column} ({what}): expected a finite number, "
                               f"found {rows[row, column]} ({int(bad.any(axis=1).sum())} rows affected)")
     ids = rows[:, :3]
     bad = (ids != np.round(ids)) | (ids[:, 1:3].min(axis=1, keepdims=True) < 0)
     if bad.any():
         row = int(np.flatnonzero(bad.any(axis=1))[0])
-        raise PredictionError(f"{where}row {row}: image_id, subject and object must be non-negative integers "
-                              f"(found {rows[row, :3].tolist()})")
+        raise PredictionError(f"{where}row {first_row + row}: image_id, subject and object must be non-negative "
+                              f"integers (found {rows[row, :3].tolist()})")
     return rows
 
 
-def relation_scores(relations: AnnotatedRelations, rows: np.ndarray, num_predicates: int, *,
+def _check_width(columns: int, num_predicates: int, where: str) -> None:
+    width = 3 + num_predicates
+    if columns != width:
+        hint = " (remove the no-relation score column)" if columns == width + 1 else ""
+        raise PredictionError(f"{where}score row of the wrong width{hint}: expected {width} columns "
+                              f"[image_id, subject, object] + {num_predicates} predicate scores, found {columns}")
+
+
+def _row_blocks(rows, size: int) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first row, block)`` pieces of an output array or of a reader with a ``blocks(size)`` method (an NPY file
+    read piece by piece, see :class:`haystack_dataset.predictions.NpyRows`)."""
+    if hasattr(rows, "blocks"):
+        yield from rows.blocks(size)
+        return
+    for start in range(0, len(rows), size):
+        yield start, rows[start:start + size]
+
+
+@dataclass
+class _RowCounts:
+    """What the join saw of the rows it could not use, for the warnings."""
+
+    other_images: int = 0
+    past_segments: int = 0
+    self_pairs: int = 0
+
+
+def relation_scores(relations: AnnotatedRelations, rows, num_predicates: int, *,
                     file: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Look up the output row of every annotated relation: ``(scores (R, n), present (R,) bool)``.
 
-    Rows are matched on (image id, subject, object); image ids are compared through
-    :func:`~haystack_dataset.formats.image_key`. Rows of other images or pairs are ignored (as the official
-    script does), but an array whose ids match no annotated image at all is an error, and so are two rows for one
-    pair. An annotated image without rows triggers a :class:`HaystackInputWarning`. Missing relations get all-zero
-    scores and ``present = False``. ``scores`` is column-major (one contiguous vector per predicate), the layout
-    :func:`predicate_discrimination` ranks fastest.
+    ``rows`` is the output array or an :class:`~haystack_dataset.predictions.NpyRows` file reader; it is validated
+    and joined block by block, so only the rows of annotated pairs are ever copied. Rows are matched on (image id,
+    subject, object); image ids are compared through :func:`~haystack_dataset.formats.image_key`. Rows no
+    annotation can use (other images, a segment index past the image's ``segments_info``, a segment paired with
+    itself) are ignored, as the official script does, and counted in a :class:`HaystackInputWarning`; an array
+    whose ids match no annotated image at all is an error, and so are two rows for one annotated pair. An annotated
+    image without rows triggers a warning too. Missing relations get all-zero scores and ``present = False``.
+    ``scores`` is column-major (one contiguous vector per predicate), the layout :func:`predicate_discrimination`
+    ranks fastest.
     """
-    rows = check_output_rows(rows, num_predicates, file=file)
     where = f"{file}: " if file else ""
+    shape = tuple(np.shape(rows)) if not hasattr(rows, "blocks") else tuple(rows.shape)
+    if len(shape) != 2:
+        raise PredictionError(f"{where}output must be a 2-D array [image_id, subject, object, scores...] "
+                              f"(expected 2 dimensions, found shape {shape})")
+    _check_width(shape[1], num_predicates, where)
     code_of = {key: index for index, key in enumerate(relations.image_keys)}
-    unique_ids, inverse = np.unique(rows[:, 0], return_inverse=True)
-    id_codes = np.array([code_of.get(image_key(v), -1) for v in unique_ids], dtype=np.int64)
-    row_codes = id_codes[inverse.reshape(-1)] if len(rows) else np.zeros(0, dtype=np.int64)
-    known = row_codes >= 0
-    if len(rows) and not known.any():
-        raise PredictionError(f"{where}image ids match no annotated image (expected ids such as "
-                              f"{relations.image_keys[:3]}, found {[image_key(v) for v in unique_ids[:3]]})")
-    if (~known).any():
-        warnings.warn(f"{where}{int((~known).sum())} output rows belong to images that are not annotated; ignored",
-                      HaystackInputWarning, stacklevel=2)
+    counts = relations.segment_counts
+    base = int(max(relations.subject.max(initial=0), relations.object.max(initial=0),
+                   counts.max(initial=0) if counts is not None else 0)) + 1
+    wanted = (relations.image_index * base + relations.subject) * base + relations.object
+    pair_keys, pair_of_relation = np.unique(wanted, return_inverse=True)
     covered = np.zeros(len(relations.image_keys), dtype=bool)
-    covered[row_codes[known]] = True
+    seen = _RowCounts()
+    code_cache: dict[float, int] = {}
+    found_pairs, found_rows, found_scores = [], [], []
+    for first, block in _row_blocks(rows, _ROWS_PER_CHUNK):
+        block = check_output_rows(block, num_predicates, file=file, first_row=first)
+        unique_ids, inverse = np.unique(block[:, 0], return_inverse=True)
+        id_codes = np.array([_image_code(v, code_of, code_cache) for v in unique_ids.tolist()], dtype=np.int64)
+        codes = id_codes[inverse.reshape(-1)]
+        known = codes >= 0
+        seen.other_images += int((~known).sum())
+        covered[codes[known]] = True
+        subjects, objects = block[:, 1].astype(np.int64), block[:, 2].astype(np.int64)
+        usable = known.copy()
+        if counts is not None:
+            limit = counts[np.where(known, codes, 0)]
+            past = known & ((subjects >= limit) | (objects >= limit))
+            self_pair = known & ~past & (subjects == objects)
+            seen.past_segments += int(past.sum())
+            seen.self_pairs += int(self_pair.sum())
+            usable &= ~past & ~self_pair
+        usable &= (subjects < base) & (objects < base)  # no annotated pair has a larger index
+        kept = np.flatnonzero(usable)
+        keys = (codes[kept] * base + subjects[kept]) * base + objects[kept]
+        position = np.minimum(np.searchsorted(pair_keys, keys), max(len(pair_keys) - 1, 0))
+        hit = pair_keys[position] == keys if len(pair_keys) else np.zeros(len(keys), dtype=bool)
+        found_pairs.append(position[hit])
+        found_rows.append(first + kept[hit])
+        found_scores.append(block[kept[hit], 3:])
+    total_rows = shape[0]
+    if total_rows and seen.other_images == total_rows:
+        raise PredictionError(f"{where}image ids match no annotated image (expected ids such as "
+                              f"{relations.image_keys[:3]}, found {_first_ids(rows)})")
+    _warn_unusable(seen, where)
     annotated = np.zeros(len(relations.image_keys), dtype=bool)
     annotated[relations.image_index] = True
     lacking = np.flatnonzero(annotated & ~covered)
@@ -165,44 +244,47 @@ def relation_scores(relations: AnnotatedRelations, rows: np.ndarray, num_predica
         warnings.warn(f"{where}{len(lacking)} annotated images have no output rows (first: "
                       f"{relations.image_keys[lacking[0]]}); their relations score 0 with the worst rank",
                       HaystackInputWarning, stacklevel=2)
-    # pairs with an index past every annotated segment can match nothing; dropping them keeps the keys small
-    base = int(max(relations.subject.max(initial=0), relations.object.max(initial=0))) + 1
-    known &= (rows[:, 1] < base) & (rows[:, 2] < base)
-    kept = np.flatnonzero(known)  # row numbers: the score columns are gathered once, at the end
-    codes = row_codes[kept]
-    subjects, objects = rows[kept, 1].astype(np.int64), rows[kept, 2].astype(np.int64)
-    row_keys = (codes * base + subjects) * base + objects
-    order = np.argsort(row_keys, kind="stable")
-    sorted_keys = row_keys[order]
-    duplicate = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+    pair_index = np.concatenate(found_pairs) if found_pairs else np.zeros(0, dtype=np.int64)
+    row_number = np.concatenate(found_rows) if found_rows else np.zeros(0, dtype=np.int64)
+    order = np.argsort(pair_index, kind="stable")
+    duplicate = np.flatnonzero(pair_index[order][1:] == pair_index[order][:-1])
     if len(duplicate):
-        first, second = kept[order[duplicate[0]]], kept[order[duplicate[0] + 1]]
-        raise PredictionError(f"{where}rows {first} and {second} both score image {image_key(rows[first, 0])} pair "
-                              f"({int(rows[first, 1])}, {int(rows[first, 2])}); expected one row per pair "
-                              f"({len(duplicate)} duplicated pairs)")
-    wanted = (relations.image_index * base + relations.subject) * base + relations.object
-    position = np.searchsorted(sorted_keys, wanted)
-    position = np.minimum(position, max(len(sorted_keys) - 1, 0))
-    present = (sorted_keys[position] == wanted) if len(sorted_keys) else np.zeros(len(wanted), dtype=bool)
-    scores = np.zeros((len(wanted), num_predicates), dtype=np.float64, order="F")
-    scores[present] = rows[kept[order[position[present]]], 3:]
-    return scores, present
+        first_row, second_row = (int(row_number[order[duplicate[0] + i]]) for i in (0, 1))
+        key = int(pair_keys[pair_index[order[duplicate[0]]]])
+        image, subject, obj = key // (base * base), key // base % base, key % base
+        raise PredictionError(f"{where}rows {first_row} and {second_row} both score image "
+                              f"{relations.image_keys[image]} pair ({subject}, {obj}); expected one row per "
+                              f"annotated pair ({len(duplicate)} duplicated pairs)")
+    pair_scores = np.zeros((len(pair_keys), num_predicates), dtype=np.float64)
+    pair_present = np.zeros(len(pair_keys), dtype=bool)
+    if len(pair_index):
+        pair_scores[pair_index] = np.concatenate(found_scores)
+        pair_present[pair_index] = True
+    scores = np.asfortranarray(pair_scores[pair_of_relation.reshape(-1)])
+    return scores, pair_present[pair_of_relation.reshape(-1)]
 
 
-def predicate_ranks(scores: np.ndarray, predicate: np.ndarray, present: np.ndarray | None = None, *,
-                    rank_mode: str = "paper") -> np.ndarray:
-    """0-based rank of each relation's own predicate in its score row (see the module docstring for the rules).
+def _image_code(value: float, code_of: dict[str, int], cache: dict[float, int]) -> int:
+    if value not in cache:
+        cache[value] = code_of.get(image_key(value), -1)
+    return cache[value]
 
-    >>> s = np.array([[.5, .1, .05, .3], [.2, .05, .05, .6], [.1, .1, .1, .1]])
-    >>> predicate_ranks(s, np.array([0, 0, 2])).tolist()
-    [0, 1, 3]
-    >>> predicate_ranks(s, np.array([0, 0, 2]), rank_mode="official").tolist()
-    [0, 0, 2]
-    """
-    _check_rank_mode(rank_mode)
-    scores = _score_matrix(scores)
-    predicate = np.asarray(predicate, dtype=np.int64)
-    return _ranks(scores, predicate, _own_scores(scores, predicate), present, rank_mode)
+
+def _first_ids(rows) -> list[str]:
+    for _, block in _row_blocks(rows, 1024):
+        return [image_key(v) for v in np.unique(np.asarray(block[:, 0], dtype=np.float64))[:3].tolist()]
+    return []
+
+
+def _warn_unusable(seen: _RowCounts, where: str) -> None:
+    if seen.other_images:
+        warnings.warn(f"{where}{seen.other_images} output rows belong to images that are not annotated; ignored",
+                      HaystackInputWarning, stacklevel=3)
+    if seen.past_segments or seen.self_pairs:
+        warnings.warn(f"{where}{seen.past_segments + seen.self_pairs} output rows of annotated images can match no "
+                      f"annotation and are ignored, as the official script does ({seen.past_segments} with a "
+                      f"segment index past the image's segments_info, {seen.self_pairs} pairing a segment with "
+                      f"itself)", HaystackInputWarning, stacklevel=3)
 
 
 def _score_matrix(scores) -> np.ndarray:
@@ -219,15 +301,38 @@ def _own_scores(scores: np.ndarray, predicate: np.ndarray) -> np.ndarray:
 
 
 def _ranks(scores: np.ndarray, predicate: np.ndarray, own: np.ndarray, present: np.ndarray | None,
-           rank_mode: str) -> np.ndarray:
+           rank_mode: str, tie_dtype: np.dtype | type = np.float64) -> np.ndarray:
     n = scores.shape[1]
     competitors = n if rank_mode == "paper" else n - 1  # official: the last column never competes
     count = _count_by_column if scores.flags.f_contiguous and not scores.flags.c_contiguous else _count_by_row_block
     ranks = count(scores, own, competitors)
     ranks -= predicate < competitors  # a predicate among the competing columns counted itself once
+    if rank_mode == "official":
+        _official_tie_ranks(scores, predicate, own, present, ranks, tie_dtype)
     if present is not None:
         ranks = np.where(present, ranks, n - 1)
     return ranks
+
+
+def _official_tie_ranks(scores: np.ndarray, predicate: np.ndarray, own: np.ndarray, present: np.ndarray | None,
+                        ranks: np.ndarray, tie_dtype: np.dtype | type) -> None:
+    """Re-rank, in place, the rows where p ties another of the first n - 1 columns, exactly as ``calc_metrics.py``:
+    p's position in ``row[:n-1].argsort()[::-1]``, computed by that numpy call on the row in ``tie_dtype`` (the
+    dtype the scores were given in; float64 holds float32/float16 values exactly, so casting back restores them).
+
+    numpy's default sort is not stable and its tie order may come from a SIMD sort that depends on the CPU, so no
+    rule written here could reproduce it; the same call on the same data does.
+    """
+    m = scores.shape[1] - 1
+    candidates = predicate < m
+    if present is not None:
+        candidates &= present
+    equal = np.zeros(len(own), dtype=np.int64)
+    for column in range(m):
+        equal += scores[:, column] == own
+    for row in np.flatnonzero(candidates & (equal > 1)).tolist():  # equal counts p itself once
+        order = scores[row, :m].astype(tie_dtype).argsort()
+        ranks[row] = m - 1 - int(np.flatnonzero(order == predicate[row])[0])
 
 
 def _count_by_column(scores: np.ndarray, own: np.ndarray, columns: int) -> np.ndarray:
@@ -308,11 +413,16 @@ class PredicateDiscrimination:
     warnings: list[str] = field(default_factory=list)
 
     def mean(self) -> dict[str, float]:
-        """Unweighted mean over the reported predicates (P-AUC over those with a defined value)."""
+        """Unweighted mean over the reported predicates.
+
+        A reported predicate without negatives has P-AUC NaN: in official mode the mean is then NaN, as the
+        released script's plain mean gives; the paper mode averages the defined values.
+        """
         out = {}
         for name in ("p_auc", "pdd", "pdo"):
             values = getattr(self, name)[self.reported]
-            values = values[~np.isnan(values)]
+            if self.rank_mode != "official":
+                values = values[~np.isnan(values)]
             out[name] = float(values.mean()) if len(values) else float("nan")
         return out
 
@@ -333,29 +443,36 @@ class PredicateDiscrimination:
                        "negatives": int(self.negatives[p])}
             for p in np.flatnonzero(self.reported)
         }
-        return {"rank_mode": self.rank_mode, "tie_rule": TIE_RULE, "min_positives": self.min_positives,
+        return {"rank_mode": self.rank_mode, "tie_rule": TIE_RULES[self.rank_mode], "min_positives": self.min_positives,
                 "per_predicate": per_predicate, "mean": {k: _json_float(v) for k, v in self.mean().items()},
                 "warnings": list(self.warnings)}
 
 
 def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: np.ndarray,
                              present: np.ndarray | None = None, *, rank_mode: str = "paper",
-                             min_positives: int = DEFAULT_MIN_POSITIVES) -> PredicateDiscrimination:
+                             min_positives: int = DEFAULT_MIN_POSITIVES,
+                             tie_dtype: np.dtype | type | None = None) -> PredicateDiscrimination:
     """P-AUC, PDD and PDO of every predicate from the array form of the annotated relations.
 
     ``scores`` (R, n): the model's score row of each annotated relation's pair (zeros where ``present`` is False);
-    ``predicate`` (R,): the annotated predicate; ``label`` (R,): 1 positive, 0 negative.
+    ``predicate`` (R,): the annotated predicate; ``label`` (R,): 1 positive, 0 negative. ``tie_dtype``: the dtype
+    the scores came in (default: that of ``scores``), in which official mode sorts rows with tied scores.
 
-    >>> from haystack_dataset.formats import parse_annotation
-    >>> rel = annotated_relations(parse_annotation(GOLDEN_ANNOTATION))
-    >>> scores, present = relation_scores(rel, GOLDEN_ROWS, 4)
-    >>> result = predicate_discrimination(scores, rel.predicate, rel.label, present, rank_mode="official")
+    The "on" relations of the reference notes' hand-checked fixture (four positives, two negatives, one negative
+    pair without an output row):
+
+    >>> scores = np.array([[.5, .1, .05, .3], [.2, .05, .05, .6], [.1, .3, .4, .15], [.25, .35, .1, .2],
+    ...                    [.4, .05, .05, .1], [.05, .5, .3, .1], [0, 0, 0, 0]])
+    >>> present = np.arange(7) < 6
+    >>> label = np.array([1, 1, 1, 1, 0, 0, 0])
+    >>> result = predicate_discrimination(scores, np.zeros(7, dtype=int), label, present, rank_mode="official")
     >>> {k: round(v, 6) for k, v in result.mean().items()}
     {'p_auc': 0.75, 'pdd': 0.25, 'pdo': 0.305556}
-    >>> paper = predicate_discrimination(scores, rel.predicate, rel.label, present)
+    >>> paper = predicate_discrimination(scores, np.zeros(7, dtype=int), label, present)
     >>> round(float(paper.pdd[0]), 6), round(float(paper.pdo[0]), 6), paper.reported.tolist()
     (0.416667, 0.333333, [True, False, False, False])
     """
+    tie_dtype = np.asarray(scores).dtype if tie_dtype is None else tie_dtype
     _check_rank_mode(rank_mode)
     if int(min_positives) < 1:
         raise ConfigError("min_positives", min_positives, ["an integer >= 1"])
@@ -375,7 +492,7 @@ def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: n
     if present is None:
         present = np.ones(len(predicate), dtype=bool)
     own = np.where(present, _own_scores(scores, predicate), 0.0)
-    ranks = _ranks(scores, predicate, own, present, rank_mode)  # raises on a NaN score
+    ranks = _ranks(scores, predicate, own, present, rank_mode, tie_dtype)  # raises on a NaN score
     notes: list[str] = []
     if rank_mode == "official" and (predicate == n - 1).any():
         notes.append(_warn(f"official rank mode: the last predicate (index {n - 1}) is annotated "
@@ -391,7 +508,9 @@ def predicate_discrimination(scores: np.ndarray, predicate: np.ndarray, label: n
     lacking = np.flatnonzero(reported & (negatives == 0))
     if len(lacking):
         notes.append(_warn(f"{len(lacking)} reported predicates have positives but no negatives (first: predicate index "
-                           f"{int(lacking[0])}); their P-AUC is undefined (NaN), PDD/PDO are still computed"))
+                           f"{int(lacking[0])}); their P-AUC is undefined (NaN), PDD/PDO are still computed"
+                           + ("; the P-AUC mean is NaN, as the released script gives" if rank_mode == "official"
+                              else "; the P-AUC mean averages the defined values")))
 
     true_in_top = np.cumsum(hist_pos, axis=1)[:, : n - 1]          # |T_k ∩ P| for k = 1..n-1
     in_top = true_in_top + np.cumsum(hist_neg, axis=1)[:, : n - 1]  # |T_k|
@@ -429,19 +548,21 @@ def _auc_by_group(score: np.ndarray, group: np.ndarray, label: np.ndarray, n: in
     return auc
 
 
-def haystack_scores(annotation: SceneGraphAnnotation, rows: np.ndarray, *, rank_mode: str = "paper",
+def haystack_scores(annotation: SceneGraphAnnotation, rows, *, rank_mode: str = "paper",
                     min_positives: int = DEFAULT_MIN_POSITIVES, file: str | None = None) -> dict:
     """P-AUC / PDD / PDO of a Haystack output array against a Haystack annotation, as the CLI's JSON report.
 
+    ``rows``: the output array, or an :class:`~haystack_dataset.predictions.NpyRows` reader of an NPY file.
     ``{"rank_mode", "tie_rule", "min_positives", "per_predicate": {name: {"p_auc", "pdd", "pdo", "positives",
     "negatives"}}, "mean": {"p_auc", "pdd", "pdo"}, "warnings": [...]}``
 
-    >>> from haystack_dataset.formats import parse_annotation
-    >>> report = haystack_scores(parse_annotation(GOLDEN_ANNOTATION), GOLDEN_ROWS, rank_mode="official")
-    >>> report["per_predicate"]["on"]["positives"], report["per_predicate"]["on"]["negatives"]
-    (4, 3)
-    >>> round(report["mean"]["pdo"], 6)
-    0.305556
+    >>> from haystack_dataset.formats import SceneGraphAnnotation, SceneGraphImage
+    >>> image = SceneGraphImage(7, "a.jpg", 4, 4, "a.png", [{}, {}], np.zeros((2, 4)), np.zeros(2, dtype=int),
+    ...                         np.array([[0, 1, 0]]), np.array([[1, 0, 0]]))
+    >>> annotation = SceneGraphAnnotation(["a"], [], ["on", "by", "at"], [image], has_negatives=True)
+    >>> rows = np.array([[7, 0, 1, .6, .3, .1], [7, 1, 0, .2, .5, .3]])
+    >>> haystack_scores(annotation, rows, min_positives=1)["per_predicate"]["on"]
+    {'p_auc': 1.0, 'pdd': 0.0, 'pdo': 0.0, 'positives': 1, 'negatives': 1}
     """
     relations = annotated_relations(annotation)
     n = len(annotation.predicate_classes)
@@ -452,7 +573,7 @@ def haystack_scores(annotation: SceneGraphAnnotation, rows: np.ndarray, *, rank_
     for note in notes:
         warnings.warn(note, HaystackInputWarning, stacklevel=2)
     result = predicate_discrimination(scores, relations.predicate, relations.label, present, rank_mode=rank_mode,
-                                      min_positives=min_positives)
+                                      min_positives=min_positives, tie_dtype=rows.dtype)
     result.warnings[:0] = notes
     return result.to_dict(annotation.predicate_classes)
 
@@ -470,38 +591,6 @@ def _check_rank_mode(rank_mode: str) -> None:
 def _json_float(value: float) -> float | None:
     value = float(value)
     return None if np.isnan(value) else value
-
-
-GOLDEN_ANNOTATION = {
-    "thing_classes": ["person", "dog"], "stuff_classes": ["grass"],
-    "predicate_classes": ["on", "holding", "chasing", "leaning on"], "test_image_ids": [7],
-    "data": [{"file_name": "val2017/000000000007.jpg", "height": 100, "width": 100, "image_id": 7,
-              "pan_seg_file_name": "panoptic_val2017/000000000007.png",
-              "segments_info": [{"id": 1, "category_id": 0, "iscrowd": 0, "isthing": 1, "area": 10},
-                                {"id": 2, "category_id": 0, "iscrowd": 0, "isthing": 1, "area": 10},
-                                {"id": 3, "category_id": 1, "iscrowd": 0, "isthing": 1, "area": 10},
-                                {"id": 4, "category_id": 2, "iscrowd": 0, "isthing": 0, "area": 70}],
-              "annotations": [{"bbox": [0, 0, 10, 10], "bbox_mode": 0, "category_id": 0},
-                              {"bbox": [10, 0, 20, 10], "bbox_mode": 0, "category_id": 0},
-                              {"bbox": [20, 0, 30, 10], "bbox_mode": 0, "category_id": 1},
-                              {"bbox": [0, 0, 100, 100], "bbox_mode": 0, "category_id": 2}],
-              "relations": [[0, 3, 0], [1, 3, 0], [2, 3, 0], [0, 2, 0], [0, 2, 1], [1, 2, 2]],
-              "neg_relations": [[3, 0, 0], [1, 0, 0], [2, 1, 0], [1, 2, 1], [2, 0, 2], [0, 1, -1]]}],
-}
-"""The hand-checked fixture of the reference notes (one image, n = 4); the official script gives P-AUC 0.75,
-PDD 0.25, PDO 0.305556 for "on"."""
-
-GOLDEN_ROWS = np.array([
-    [7, 0, 3, .50, .10, .05, .30],
-    [7, 1, 3, .20, .05, .05, .60],
-    [7, 2, 3, .10, .30, .40, .15],
-    [7, 0, 2, .25, .35, .10, .20],
-    [7, 3, 0, .40, .05, .05, .10],
-    [7, 1, 0, .05, .50, .30, .10],
-    [7, 1, 2, .30, .20, .25, .05],
-    [7, 2, 0, .10, .10, .60, .10],
-])
-"""Output rows of the golden fixture; pair (2, 1) is deliberately missing."""
 
 
 def discrimination_from_records(predictions: list | None, references: list | None, *, scores=None, predicates=None,

@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 from hoi_bench.errors import FormatError
-from hoi_bench.files import read_json, write_json_atomic
+from hoi_bench.files import read_json
 
 NO_PREDICATE = -1
 """Predicate index Haystack allows in ``relations``/``neg_relations``; skipped by the metrics."""
@@ -277,11 +277,6 @@ def annotation_to_json(annotation: SceneGraphAnnotation) -> dict:
     if annotation.test_image_ids:
         out["test_image_ids"] = annotation.test_image_ids
     return out
-
-
-def write_annotation(path: str | os.PathLike, annotation: SceneGraphAnnotation) -> Path:
-    """Write ``annotation`` as native JSON; the file appears only once completely written."""
-    return write_json_atomic(path, annotation_to_json(annotation))
 
 
 # ----------------------------------------------------------------------------------------------- panoptic PNGs

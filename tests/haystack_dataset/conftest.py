@@ -1,10 +1,27 @@
-"""Shared fixtures: one synthetic native layout and one built Hub folder per test session."""
+"""Shared fixtures: one synthetic native layout and one built Hub folder per test session; the hand-checked
+fixtures and the loop reference importable as ``haystack_fixtures`` / ``loop_reference``."""
 
 from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
 
 import pytest
 
 from haystack_dataset.samples import write_sample
+
+
+def _load(name: str, file: str) -> None:
+    if name not in sys.modules:  # tests run with --import-mode=importlib: sibling modules are not on sys.path
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+
+
+_load("haystack_fixtures", "fixtures.py")
+_load("loop_reference", "loop_reference.py")
 
 
 @pytest.fixture(scope="session")

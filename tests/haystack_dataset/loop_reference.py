@@ -1,21 +1,38 @@
 """Clean-room loop reference for P-AUC, PDD and PDO, written from the definitions, not from the vectorised code.
 
-Plain Python lists and loops only (no numpy), one predicate and one k at a time, so that every rule is visible:
-rank = number of other predicates (first n - 1 columns in official mode) whose score is >= the predicate's own;
-missing output -> score 0 and rank n - 1; PDO's precision is 1 when nothing is in the top k; predicates with fewer
-than ``min_positives`` positives are not reported; AUC counts every (positive, negative) pair, ties 1/2.
-Used by the property tests and, as the baseline, by ``benchmarks/haystack_metrics_speed.py``.
+Plain Python lists and loops, one predicate and one k at a time, so that every rule is visible: paper mode's rank =
+number of other predicates whose score is >= the predicate's own; official mode's rank = the predicate's position
+in numpy's ``argsort`` of the first n - 1 scores, reversed (the corrected reference notes: numpy's unstable sort
+decides ties, so that one call is the definition and the only numpy used here); missing output -> score 0 and
+rank n - 1; PDO's precision is 1 when nothing is in the top k; predicates with fewer than ``min_positives``
+positives are not reported; AUC counts every (positive, negative) pair, ties 1/2, and is ``None`` without
+negatives. :func:`loop_mean` is the reported mean: official mode's plain mean (undefined if any value is), paper
+mode's mean of the defined values. Used by the property tests and, as the baseline, by
+``benchmarks/haystack_metrics_speed.py``.
 """
 
 from __future__ import annotations
 
+import numpy
+
 
 def loop_rank(row: list[float], predicate: int, rank_mode: str) -> int:
-    """Rank of ``predicate`` in ``row`` by counting competitors with a score at least as high."""
+    """Rank of ``predicate`` in ``row``: competitors at least as high (paper), numpy's reversed argsort (official)."""
     n = len(row)
+    if rank_mode == "official" and predicate < n - 1:
+        order = list(numpy.array(row[:-1]).argsort()[::-1])
+        return order.index(predicate)
     columns = range(n) if rank_mode == "paper" else range(n - 1)
     own = row[predicate]
     return sum(1 for q in columns if q != predicate and row[q] >= own)
+
+
+def loop_mean(values: list[float | None], rank_mode: str) -> float | None:
+    """The ``mean`` row: ``None`` (NaN) stays in official mode's plain mean and is skipped in paper mode."""
+    if rank_mode == "official" and any(v is None for v in values):
+        return None
+    defined = [v for v in values if v is not None]
+    return sum(defined) / len(defined) if defined else None
 
 
 def loop_auc(positive_scores: list[float], negative_scores: list[float]) -> float | None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from haystack_dataset import cli as haystack_cli
-from haystack_dataset.evaluation import GOLDEN_ANNOTATION, GOLDEN_ROWS
+from haystack_fixtures import GOLDEN_ANNOTATION, GOLDEN_ROWS
 from hoi_bench import cli
 from hoi_bench.plugins import Registry
 

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from haystack_dataset.evaluation import GOLDEN_ANNOTATION
+from haystack_fixtures import GOLDEN_ANNOTATION, write_annotation
 from haystack_dataset.formats import (
     annotation_to_json,
     id_to_rgb,
@@ -17,7 +17,6 @@ from haystack_dataset.formats import (
     read_annotation,
     read_panoptic,
     rgb_to_id,
-    write_annotation,
 )
 from haystack_dataset.samples import write_sample
 from hoi_bench.errors import FormatError

@@ -7,13 +7,12 @@ import numpy as np
 import pytest
 
 from haystack_dataset.evaluation import (
-    GOLDEN_ANNOTATION,
-    GOLDEN_ROWS,
     annotated_relations,
     haystack_scores,
     relation_scores,
 )
 from haystack_dataset.formats import parse_annotation
+from haystack_fixtures import GOLDEN_ANNOTATION, GOLDEN_ROWS
 from hoi_bench import metric_path
 
 
