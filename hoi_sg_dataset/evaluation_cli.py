@@ -37,6 +37,7 @@ def register(registry: Registry) -> None:
         )
     )
     registry.add_demo_step(DemoStep("hoi_sg: score a simple rule with hoi_map and vcoco_map", 30, run_demo))
+    __import__("hoi_sg_dataset.role_ap_cli", fromlist=["register"]).register(registry)  # vcoco_role_map
 
 
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
