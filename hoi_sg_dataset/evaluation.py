@@ -8,16 +8,18 @@ Three protocols, each reproducing an upstream evaluator:
   IoU 0 across categories), the best being the largest min(subject IoU, object IoU) (first GT in file order on
   ties); it is a TP if that GT was not matched before, else an FP — there is no fallback to a second GT (so of
   two identical GT HOIs only the first can ever be matched, yet both count as GT, as upstream). Predictions
-  whose predicted-label triplet (subject category, object category, verb) never occurs in the GT are ignored.
-  11-point AP per GT triplet with ``np.arange(0., 1.1, 0.1)`` thresholds after ``np.argsort(-score)`` (the
+  whose predicted-label triplet (subject category, object category, verb) never occurs in the GT are ignored,
+  and so are all predictions on an image without GT boxes (upstream tests a list against a list of tuples
+  there, which is always "absent"). 11-point AP per GT triplet with ``np.arange(0., 1.1, 0.1)`` thresholds after ``np.argsort(-score)`` (the
   same call, so ties resolve as upstream does on the same numpy build), means with ``np.mean`` in
   first-appearance order of the triplets.
 * ``hoi_map(..., protocol="ho-rcnn")`` — the official HICO-DET MATLAB code (``eval_one.m``): the fixed 600 HOI
   classes, no per-image cap, IoU without categories (``iw = min(x2) - max(x1) + 1 > 0``), every GT pair its
   own instance, stable sort of all detections of a class, thresholds ``0:0.1:1`` as MATLAB's colon operator
-  builds them, optional known-object mode.
+  builds them, optional known-object mode; a class with detections but no GT has recall 0/0 = NaN, so the mean
+  recall is NaN, as ``eval_one.m`` prints it.
 * ``vcoco_map`` — QPIC ``datasets/vcoco_eval.py``: GT without object (``object == -1``) is matched on the
-  subject alone, no triplet filter, AP per verb, ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24
+  subject alone, no triplet filter, predictions on an image without GT boxes are FPs, AP per verb, ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24
   fixed verbs with absent ones counted as 0.
 
 Inputs are :class:`HoiSet` objects: the boxes and HOIs of every image of a test set, concatenated with
@@ -29,6 +31,7 @@ against.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -383,11 +386,7 @@ def match_predictions(
     ``vis_tag[gt_hois.index(best)]`` needs no special case. ``best_gt_row`` is -1 for predictions without any
     GT candidate.
     """
-    if references.num_images != predictions.num_images:
-        raise PredictionError(
-            f"predictions cover {predictions.num_images} images but references "
-            f"{references.num_images}; give one entry (possibly empty) per reference image"
-        )
+    _require_same_images(references, predictions)
     n = len(rows)
     gt_images = references.hoi_images()
     pred_images = _take(predictions.hoi_images(), rows)
@@ -434,6 +433,14 @@ def match_predictions(
     return is_tp, best_gt_row
 
 
+def _require_same_images(references: HoiSet, predictions: HoiSet) -> None:
+    if references.num_images != predictions.num_images:
+        raise PredictionError(
+            f"predictions cover {predictions.num_images} images but references "
+            f"{references.num_images}; give one entry (possibly empty) per reference image"
+        )
+
+
 def _mixed_ties(sorted_scores: np.ndarray, sorted_tp: np.ndarray) -> bool:
     """Whether some run of equal scores holds both TPs and FPs (only then can the tie order change the AP)."""
     tied = sorted_scores[1:] == sorted_scores[:-1]
@@ -455,12 +462,17 @@ def _eleven_point_ap(
 ) -> tuple[float, float]:
     """(11-point AP, max recall) of one class from its counted predictions, given in file order.
 
+    No predictions: (0, 0). Predictions but no GT (only the ho-rcnn protocol has such classes): AP 0 and recall
+    ``tp / npos`` = 0/0 = NaN, as ``VOCevaldet_bboxpair.m`` computes it.
+
     ``stable``: MATLAB's stable sort of the detections (file order on ties). Otherwise QPIC's
     ``np.argsort(-score)`` on the scores in the order QPIC appends them (image, descending score, file order)
     — rebuilt only when a tie mixes TPs and FPs, since only then can the order of ties change the numbers.
     """
-    if len(is_tp) == 0 or num_gt == 0:
+    if len(is_tp) == 0:
         return 0.0, 0.0
+    if num_gt == 0:
+        return 0.0, math.nan
     if stable:
         order = np.argsort(-scores, kind="stable")
     else:
@@ -616,7 +628,9 @@ def hoi_map(
     in raw ids. Rare classes have fewer than 10 instances in ``train_references``; a mean with no class to
     average is ``None`` and ``reasons[key]`` says why (on an SG test split no held-out combination occurs in
     training). ``top_k`` defaults to 100 per image for "qpic" and no cut for "ho-rcnn"; ``known_object``
-    (ho-rcnn only) scores a class only on images whose GT HOIs include its object category.
+    (ho-rcnn only) scores a class only on images whose GT HOIs include its object category. Under ho-rcnn a
+    class with detections but no GT has recall NaN, which makes ``mean_max_recall`` NaN (with a reason), as
+    the MATLAB code prints it.
 
     >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]],
     ...                         hois=[[[0, 1, 37]]])
@@ -634,6 +648,7 @@ def hoi_map(
         raise ConfigError("option for protocol qpic", "known_object", ["top_k", "train_references"])
     _require_objects(references)
     _require_objects(predictions)
+    _require_same_images(references, predictions)
     rows = kept_rows(predictions, _resolve_top_k(top_k, protocol))
     if protocol == "qpic":
         return _qpic_hico(references, predictions, rows, train_references)
@@ -652,6 +667,8 @@ def _qpic_hico(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train:
     else:
         gt_triplets, num_gt = np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.int64)
     class_ids = _class_table(_triplet_columns(predictions, rows), gt_triplets)
+    without_gt_boxes = np.diff(references.box_offsets) == 0
+    class_ids[without_gt_boxes[predictions.hoi_images()[rows]]] = -1
     scored = _score_by_class(references, predictions, rows, class_ids, len(gt_triplets))
 
     counts = triplet_counts(train) if train is not None else None
@@ -679,7 +696,19 @@ def _hoi_result(protocol, aps, recalls, rare, non_rare, per_triplet, why_rare, w
     m_rare, why_rare = _mean_or_reason(rare, why_rare)
     m_non_rare, why_non_rare = _mean_or_reason(non_rare, why_non_rare)
     m_recall, _ = _mean_or_reason(recalls, "")
-    pairs = (("mAP", why_map), ("mAP_rare", why_rare), ("mAP_non_rare", why_non_rare))
+    undefined = int(np.isnan(recalls).sum()) if recalls else 0
+    why_recall = (
+        f"{undefined} classes have detections but no test GT: recall 0/0 = NaN, so the mean is NaN "
+        "(as eval_one.m prints it)"
+        if undefined
+        else None
+    )
+    pairs = (
+        ("mAP", why_map),
+        ("mAP_rare", why_rare),
+        ("mAP_non_rare", why_non_rare),
+        ("mean_max_recall", why_recall),
+    )
     reasons = {key: why for key, why in pairs if why is not None}
     return {
         "mAP": m_ap,

@@ -1,8 +1,8 @@
 """Clean-room loop reference of the HOI mAP protocols, written from the prose of the upstream evaluators.
 
-Written independently of ``hoi_sg_dataset.evaluation`` from ``shared/reference/hoi_sg.md`` §3-§4 (QPIC
-``hico_eval.py`` / ``vcoco_eval.py`` and the ho-rcnn MATLAB rules): plain Python loops over per-image records
-in the PPDM/QPIC layout, image by image, prediction by prediction, GT by GT. Slow on purpose; the property
+Written independently of ``hoi_sg_dataset.evaluation`` from ``shared/reference/hoi_sg.md`` (its Corrections
+block, then §3-§4: QPIC ``hico_eval.py`` / ``vcoco_eval.py`` and the ho-rcnn MATLAB rules): plain Python loops
+over per-image records in the PPDM/QPIC layout, image by image, prediction by prediction, GT by GT. Slow on purpose; the property
 tests check that the vectorized implementation gives exactly the same numbers, and the speed benchmark
 measures against it.
 
@@ -68,8 +68,11 @@ def _greedy(gt_record, pred_record, top_k, *, vcoco: bool):
     gt_hois = gt_record["hoi_annotation"]
     preds = _top(pred_record["hoi_prediction"], top_k)
     if not gt_boxes:
-        for p in preds:
-            yield p, False
+        # hoi_sg.md Corrections: QPIC's HICO evaluator skips every prediction of such an image (neither TP nor
+        # FP); its V-COCO evaluator counts them as FPs.
+        if vcoco:
+            for p in preds:
+                yield p, False
         return
     matches: dict[int, dict[int, float]] = {}
     for j, pb in enumerate(pred_boxes):
@@ -249,10 +252,11 @@ def ho_rcnn(
                 hits.append(1)
             else:
                 hits.append(0)
-        if hits and npos:
+        if hits:
             hits = np.array(hits)
             tps, fps = np.cumsum(hits), np.cumsum(1 - hits)
-            rec, prec = tps / npos, tps / (fps + tps)
+            with np.errstate(invalid="ignore"):
+                rec, prec = tps / npos, tps / (fps + tps)  # npos 0: rec = 0/0 = NaN (hoi_sg.md Corrections)
             ap, recall = voc_ap_11(rec, prec, thresholds), float(rec[-1])
         else:
             ap, recall = 0.0, 0.0

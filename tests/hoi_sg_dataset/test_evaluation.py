@@ -107,7 +107,10 @@ def test_predicted_labels_decide_the_triplet_and_iou_is_zero_across_categories()
     assert result["mean_max_recall"] == 0.0
 
 
-def test_images_without_gt_boxes_count_every_prediction_as_false_positive():
+def test_images_without_gt_boxes_skip_predictions_in_qpic_hico_but_count_fps_in_vcoco():
+    """hoi_sg.md Corrections, worked example: image A has one GT HOI predicted at 0.5; image B has no GT boxes
+    and a prediction of the same triplet at 0.9. QPIC hico_eval.py skips B's prediction (mAP
+    1.0000000000000002); vcoco_eval.py counts it as an FP (0.5); ho-rcnn counts it as an FP too."""
     gt = HoiSet.from_images(
         boxes=[GT_BOXES[:2], []], box_labels=[GT_LABELS[:2], []], hois=[[[0, 1, HOLD]], []]
     )
@@ -117,8 +120,39 @@ def test_images_without_gt_boxes_count_every_prediction_as_false_positive():
         hois=[[[0, 1, HOLD]], [[0, 1, HOLD]]],
         scores=[[0.5], [0.9]],
     )
-    assert hoi_map(gt, pred)["mAP"] == eleven_point_sum([0.5] * 11)
+    assert hoi_map(gt, pred)["mAP"] == 1.0000000000000002 == PERFECT
     assert vcoco_map(gt, pred)["mAP_all"] == eleven_point_sum([0.5] * 11)
+    ho_rcnn = hoi_map(gt, pred, protocol="ho-rcnn")
+    assert ho_rcnn["ap_per_triplet"][f"{PERSON}_{CUP}_{HOLD}"] == eleven_point_sum([0.5] * 11)
+
+
+def test_image_with_gt_boxes_but_no_gt_hoi_still_counts_fps_in_qpic_hico():
+    """Only an image without GT *boxes* takes upstream's skipping branch; boxes without HOIs do not."""
+    gt = HoiSet.from_images(
+        boxes=[GT_BOXES[:2], GT_BOXES[2:]], box_labels=[GT_LABELS[:2], GT_LABELS[2:]], hois=[[[0, 1, HOLD]], []]
+    )
+    pred = HoiSet.from_images(
+        boxes=[GT_BOXES[:2], GT_BOXES[2:]],
+        box_labels=[GT_LABELS[:2], GT_LABELS[2:]],
+        hois=[[[0, 1, HOLD]], [[0, 1, HOLD]]],
+        scores=[[0.5], [0.9]],
+    )
+    assert hoi_map(gt, pred)["mAP"] == eleven_point_sum([0.5] * 11)
+
+
+def test_ho_rcnn_class_with_detections_but_no_gt_makes_the_mean_recall_nan():
+    """hoi_sg.md Corrections: VOCevaldet_bboxpair.m computes rec = tp/npos = 0/0 = NaN for such a class and
+    eval_one.m prints mean(REC) = NaN; the class's AP is 0. Without that detection the mean recall is defined."""
+    gt = one_image(GT_BOXES[:2], GT_LABELS[:2], [[0, 1, HOLD]])
+    pred = one_image(GT_BOXES[:2], GT_LABELS[:2], [[0, 1, HOLD], [0, 1, CARRY]], [0.9, 0.8])
+    result = hoi_map(gt, pred, protocol="ho-rcnn")
+    assert np.isnan(result["mean_max_recall"])
+    assert "no test GT" in result["reasons"]["mean_max_recall"]
+    assert result["ap_per_triplet"][f"{PERSON}_{CUP}_{CARRY}"] == 0.0
+    assert result["mAP"] == PERFECT / 600
+    defined = hoi_map(gt, one_image(GT_BOXES[:2], GT_LABELS[:2], [[0, 1, HOLD]], [0.9]), protocol="ho-rcnn")
+    assert defined["mean_max_recall"] == 1 / 600
+    assert "mean_max_recall" not in defined["reasons"]
 
 
 def test_one_pixel_touch_is_no_overlap_for_qpic_but_overlap_for_matlab():
