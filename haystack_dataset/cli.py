@@ -8,10 +8,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, positive_int
 from hoi_bench.report import format_table
 
 BENCHMARK = "haystack"
@@ -45,6 +44,9 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, required=True,
                         help="folder with psg/psg.json, haystack/annotation_v1.json and coco/ (see docs/haystack.md)")
     parser.add_argument("--out", type=Path, required=True, help="Hub dataset folder to write (configs are merged in)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the configs of an existing hoi-bench folder instead of adding to them "
+                             "(other files are kept)")
     parser.add_argument("--config", action="append", choices=["psg", "haystack"],
                         help="config to build (repeatable; default: both)")
     parser.add_argument("--psg-file", help="psg.json relative to --data-dir (default psg/psg.json)")
@@ -52,7 +54,7 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
                                                 "(default haystack/annotation_v1.json)")
     parser.add_argument("--image-root", help="folder under --data-dir that file_name / pan_seg_file_name are "
                                              "relative to (default coco)")
-    parser.add_argument("--num-proc", type=int, default=None, help="worker processes for row generation")
+    parser.add_argument("--num-proc", type=positive_int, default=None, help="worker processes for row generation")
 
 
 def _run_build(args: argparse.Namespace) -> int:
@@ -61,7 +63,7 @@ def _run_build(args: argparse.Namespace) -> int:
     configs = args.config or list(CONFIG_NAMES)
     files = {"psg": args.psg_file, "haystack": args.haystack_file}
     out = build(args.data_dir, args.out, configs, annotation_files={k: v for k, v in files.items() if v},
-                image_root=args.image_root, num_proc=args.num_proc)
+                image_root=args.image_root, num_proc=args.num_proc, force=args.force)
     print(f"wrote {out} (configs: {', '.join(configs)})")
     print(f'load with: load_dataset("{out}", "{configs[-1]}")')
     return 0
@@ -182,12 +184,9 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
 
 def _run_show(args: argparse.Namespace) -> int:
     from haystack_dataset.plots import plot_predicate_metrics
-    from hoi_bench.errors import FormatError
+    from hoi_bench.files import read_json
 
-    try:
-        report = json.loads(args.metrics.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise FormatError(str(args.metrics), f"not a JSON file: {error}") from error
+    report = read_json(args.metrics, what="metrics JSON")
     print(f"wrote {plot_predicate_metrics(report, args.out)}")
     return 0
 
@@ -276,5 +275,8 @@ def demo_score(context: DemoContext) -> None:
         context.result(BENCHMARK, "test", f"{name.upper().replace('_', '-')} (freq. prior)", report["mean"][name])
     for name in ("R@20", "mR@20", "R@50", "mR@50", "R@100", "mR@100"):
         context.result("psg", "test", f"{name} PredCls (freq. prior)", recall[name])
+    context.suggest("hoi-bench", "evaluate", "haystack", "--annotations", base / "native" / "haystack" /
+                    "annotation_v1.json", "--predictions", npy, "--rank-mode", "official", "--output",
+                    base / "frequency_prior_haystack_official.json")
     context.artifacts["haystack metrics"] = metrics
     context.artifacts["haystack chart"] = chart

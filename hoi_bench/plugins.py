@@ -97,27 +97,31 @@ class DemoContext:
     def suggest(self, *command: str | os.PathLike) -> None:
         """Offer a command a user can run next on what this step wrote; the demo ends with the first few.
 
-        Pass the words of the command; paths are shown relative to the working directory when inside it.
+        Pass the words of the command; paths (``Path`` objects) are shown by :func:`display_path`.
         """
         self.next_commands.append(shell_command(command))
 
 
+def display_path(path: str | os.PathLike) -> str:
+    """``path`` as a user would type it: relative to the working directory when inside it, else absolute.
+
+    >>> display_path(Path.cwd() / "demo-output" / "hoi_sg")
+    'demo-output/hoi_sg'
+    """
+    path = Path(path).absolute()
+    cwd = Path.cwd()
+    return str(path.relative_to(cwd)) if path.is_relative_to(cwd) and path != cwd else str(path)
+
+
 def shell_command(words: Sequence[str | os.PathLike]) -> str:
-    """One shell line from command words, quoting where needed and shortening paths under the working directory.
+    """One shell line from command words, quoting where needed, paths shown by :func:`display_path`.
 
     >>> shell_command(["hoi-bench", "show", "haystack", "--metrics", Path("a b.json")])
     "hoi-bench show haystack --metrics 'a b.json'"
     """
     import shlex
 
-    cwd = Path.cwd()
-    shown = []
-    for word in words:
-        if isinstance(word, os.PathLike):
-            path = Path(word)
-            word = str(path.relative_to(cwd) if path.is_absolute() and path.is_relative_to(cwd) else path)
-        shown.append(shlex.quote(str(word)))
-    return " ".join(shown)
+    return " ".join(shlex.quote(display_path(w) if isinstance(w, os.PathLike) else str(w)) for w in words)
 
 
 @dataclass(frozen=True)

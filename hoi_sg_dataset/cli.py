@@ -7,10 +7,9 @@ synthetic sample into a Hub folder and loads it back.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, display_path, positive_int
 
 BENCHMARK = "hoi_sg"
 
@@ -68,11 +67,14 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
         "(default: every config the data allows)",
     )
     parser.add_argument("--out", type=Path, default=Path("hoi_sg"), help="Hub folder to write or extend")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the configs of an existing hoi-bench folder instead of adding to them "
+                             "(other files are kept)")
     parser.add_argument(
         "--no-images", action="store_true", help="annotation-only configs: no image files needed"
     )
     parser.add_argument(
-        "--num-proc", type=int, default=None, help="processes for reading and embedding images"
+        "--num-proc", type=positive_int, default=None, help="processes for reading and embedding images"
     )
 
 
@@ -80,7 +82,8 @@ def _run_build(args: argparse.Namespace) -> int:
     from hoi_sg_dataset.hub_folder import build_hoi_sg
 
     folder = build_hoi_sg(
-        args.data_dir, args.out, args.configs, with_images=not args.no_images, num_proc=args.num_proc
+        args.data_dir, args.out, args.configs, with_images=not args.no_images, num_proc=args.num_proc,
+        force=args.force,
     )
     print(f"wrote {folder}")
     print(f'load with: datasets.load_dataset("{folder}", CONFIG)')
@@ -95,6 +98,7 @@ def _configure_stats(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_stats(args: argparse.Namespace) -> int:
+    from hoi_bench.files import dumps_json
     from hoi_bench.report import format_table
     from hoi_sg_dataset.formats import read_annotations
     from hoi_sg_dataset.splits import combinations_of
@@ -108,7 +112,7 @@ def _run_stats(args: argparse.Namespace) -> int:
         payload = stats.as_dict()
         if args.combinations:
             payload["combination_list"] = [{"hoi_id": h or None, "verb": v, "object": o} for h, v, o in table]
-        print(json.dumps(payload, indent=2))
+        print(dumps_json(payload, indent=2))
         return 0
     rows = [
         ["images", stats.images],
@@ -277,5 +281,7 @@ def run_demo(context: DemoContext) -> None:
             context.result(f"{BENCHMARK}/{config}", "test", "held-out combinations in test", len(held_out))
     finally:
         datasets.enable_progress_bars()
+    context.suggest("python", "-c", f"import datasets; print(datasets.load_dataset({display_path(folder)!r}, "
+                    "'hico_split3'))")
     context.artifacts["hoi_sg sample (native layout)"] = layout.root
     context.artifacts["hoi_sg Hub folder"] = folder

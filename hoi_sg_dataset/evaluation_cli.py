@@ -71,6 +71,13 @@ def _top_k(text: str) -> int | str | None:
 
 def _configure_hoi_map(parser: argparse.ArgumentParser) -> None:
     _common_arguments(parser)
+    parser.set_defaults(predictions_help_note=None)
+    for action in parser._actions:
+        if action.dest == "predictions":
+            action.help += (
+                "; with --protocol ho-rcnn also the official MATLAB tool's detections: a folder of "
+                "detections_XX.mat or one detections.mat (needs scipy: pip install 'hoi-bench[matlab]')"
+            )
     parser.add_argument("--train-references", type=Path, help="training annotation file, for rare / non-rare")
     parser.add_argument(
         "--protocol",
@@ -184,6 +191,8 @@ def run_demo(context: DemoContext) -> None:
             f"{total} combinations held out; verb-prior predictions in {pred_path.name}"
         )
         if dataset == "hico":
+            context.suggest("hoi-bench", "evaluate", "hoi_map", "--references", test_path, "--predictions", pred_path,
+                            "--train-references", train_path, "--per-class", "--output", base / "hoi_map.json")
             for protocol in ("qpic", "ho-rcnn"):
                 result = hoi_map_files(test_path, pred_path, train_references=train_path, protocol=protocol)
                 context.say(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hoi_bench.errors import DataError
 from hoi_bench.files import write_bytes_atomic, write_json_atomic
-from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, positive_int
 from hoi_bench.report import format_table
 
 BENCHMARK = "sportshhi"
@@ -40,16 +40,19 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
                         help="release folder holding annotations/ and frames/ (see docs/sportshhi.md)")
     parser.add_argument("--out", type=Path, required=True,
                         help="Hub folder to write (then load_dataset(OUT, 'hhi'))")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the configs of an existing hoi-bench folder instead of adding to them "
+                             "(other files are kept)")
     parser.add_argument("--clip-len", type=int, default=4, help="context frames per keyframe (0: none)")
     parser.add_argument("--frame-interval", type=int, default=2, help="frames between context frames")
-    parser.add_argument("--num-proc", type=int, default=None, help="worker processes for the build")
+    parser.add_argument("--num-proc", type=positive_int, default=None, help="worker processes for the build")
 
 
 def _run_build(args: argparse.Namespace) -> int:
     from sportshhi.builder import build_sportshhi_folder
 
     folder = build_sportshhi_folder(args.data_dir, args.out, num_proc=args.num_proc, clip_len=args.clip_len,
-                                    frame_interval=args.frame_interval)
+                                    frame_interval=args.frame_interval, force=args.force)
     print(f"wrote {folder}\nload with: datasets.load_dataset({str(folder)!r}, 'hhi')")
     return 0
 
@@ -237,6 +240,9 @@ def demo_score(context: DemoContext) -> None:
     write_json_atomic(result_json, result, indent=2)
     first = formats.keyframe_key(str(validation.video_ids[0]), int(validation.keyframes[0]))
     picture = render_keyframe(root, first, out / "keyframe.png", predictions_csv=predictions_csv, top=2)
+    context.suggest("hoi-bench", "evaluate", "hhi", "--references", root / formats.annotation_file("validation"),
+                    "--predictions", predictions_csv, "--action-list", root / formats.ACTION_LIST_FILE, "--official",
+                    "--output", out / "proximity_rule_val_official.json")
     context.artifacts["sportshhi predictions (CSV)"] = predictions_csv
     context.artifacts["sportshhi scores (JSON)"] = result_json
     context.artifacts["sportshhi keyframe drawing"] = picture
