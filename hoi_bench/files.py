@@ -14,6 +14,7 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -216,16 +217,18 @@ def _json_key(key: Any) -> Any:
     return key.item() if type(key).__module__ == "numpy" and hasattr(key, "item") else key
 
 
-def dumps_json(payload: Any, *, indent: int | None = None) -> str:
+def dumps_json(payload: Any, *, indent: int | None = None, default: Callable[[Any], Any] | None = None) -> str:
     """Strict JSON text of ``payload``: undefined numbers as ``null`` (see :func:`json_safe`), never ``NaN``.
 
     Clean payloads take the C encoder directly; only a payload it refuses (a non-finite float, a numpy value) is
-    converted first, so big prediction files cost no extra pass.
+    converted first, so big prediction files cost no extra pass. ``default`` is ``json.dumps``'s hook for other
+    objects (``str`` writes paths as text).
     """
     try:
-        return json.dumps(payload, indent=indent, allow_nan=False)
+        return json.dumps(payload, indent=indent, allow_nan=False, default=default)
     except (ValueError, TypeError):
-        return json.dumps(json_safe(payload), indent=indent, allow_nan=False)
+        return json.dumps(json_safe(payload), indent=indent, allow_nan=False,
+                          default=None if default is None else lambda value: json_safe(default(value)))
 
 
 def write_json_atomic(path: str | os.PathLike, payload: Any, *, indent: int | None = None,
