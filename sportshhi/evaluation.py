@@ -10,14 +10,21 @@ positives. Recall@K keeps the K best-scored predictions of each keyframe, across
 Two modes:
 
 * default (the paper): IoU >= 0.5; AP 0 for a class that has GT but no prediction; every class with GT enters
-  mAP and the recall denominators; GT is never truncated.
+  mAP and the recall denominators; GT is never truncated; IoU in float64; equal scores and equal IoUs keep
+  input order (the earlier row first).
 * ``official=True`` (the released code): IoU >= 0.9; for Recall@K the GT of each keyframe is truncated to its
   first K rows too; classes without any prediction are dropped from mAP and from the recall sums; classes
-  without GT are reported as ``None``.
+  without GT are reported as ``None``. Predicted boxes are rounded to float32 before any IoU, as the released
+  code stores them, and its arithmetic is followed operation by operation, so an IoU that is exactly the
+  threshold in real numbers is decided as the released code decides it. Where the released code orders with
+  numpy's (unstable) ``argsort``, the same call runs on the same data: the ranking of a class's detections
+  (``np.argsort`` of its float32 scores, reversed, over the keyframes in GT order) and the order in which a
+  detection tries GT of equal ``min(IoU)`` (``np.argsort`` of its IoU row, reversed). With numpy's sort that
+  is usually the later row first among equals; it is not a rule this module assumes.
 
 An explicit ``iou_threshold`` overrides the threshold of either mode. HHIDet and HHICls differ only in the
-proposals a model uses; the metric is the same. Ties between equal scores are broken by input order (the
-tie order of the released code was not verified).
+proposals a model uses; the metric is the same. Each GT row is one GT instance, also when a keyframe lists the
+same ordered pair with several labels (one row per label, as the release does).
 """
 
 from __future__ import annotations
@@ -106,18 +113,46 @@ def hhi_metrics(
     (1.0, 1.0, 0.5)
     """
     settings = HHISettings.resolve(iou_threshold, official, class_whitelist, ks)
-    gt = _GroundTruth.build(gt_keys, gt_subject_boxes, gt_object_boxes, gt_labels, settings.class_whitelist)
-    pred = _Detections.build(pred_keys, pred_subject_boxes, pred_object_boxes, pred_labels, pred_scores,
-                             settings.class_whitelist, gt.frame_codes)
+    gt_frames, pred_frames = keyframe_codes(gt_keys, pred_keys)
+    gt = _GroundTruth.build(gt_frames, gt_subject_boxes, gt_object_boxes, gt_labels, settings.class_whitelist)
+    pred = _Detections.build(pred_frames, pred_subject_boxes, pred_object_boxes, pred_labels, pred_scores,
+                             settings.class_whitelist, gt.renumber)
     if len(gt.labels) and not len(pred):
         logger.warning("no prediction falls on an evaluated keyframe (check that predictions are keyed by "
                        "keyframe index = frame_id // 5, with the same video ids as the GT)")
-    pairs = _candidate_pairs(gt, pred, settings.iou_threshold)
+    pairs = _candidate_pairs(gt, pred, settings)
     result: dict = {"settings": settings.as_dict()}
     result.update(_average_precision(gt, pred, pairs, settings))
     for k in settings.ks:
         result[f"recall@{k}"] = _recall_at(gt, pred, pairs, settings, k)
     return result
+
+
+def keyframe_codes(gt_keys: Sequence[Hashable],
+                   pred_keys: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
+    """Number the keyframes of the GT in order of first appearance; predictions elsewhere get -1.
+
+    The numbering is the official evaluation's keyframe order (the order of a dict filled from the GT file),
+    which the official ranking of tied scores depends on. Integer keys (numpy arrays) are numbered without a
+    Python object per row; any other hashable keys go through a dict.
+
+    >>> keyframe_codes(["b", "a", "b"], ["a", "c", "b"])
+    (array([0, 1, 0]), array([ 1, -1,  0]))
+    """
+    if isinstance(gt_keys, np.ndarray) and isinstance(pred_keys, np.ndarray) \
+            and gt_keys.dtype.kind in "iu" and pred_keys.dtype.kind in "iu":
+        unique, first, inverse = np.unique(gt_keys, return_index=True, return_inverse=True)
+        code_of_unique = np.empty(len(unique) + 1, dtype=np.int64)
+        code_of_unique[np.argsort(first, kind="stable")] = np.arange(len(unique))
+        code_of_unique[-1] = -1  # where a prediction's key is not a GT key
+        at = np.searchsorted(unique, pred_keys)
+        found = at < len(unique)
+        found[found] = unique[at[found]] == pred_keys[found]
+        return code_of_unique[inverse.reshape(-1)], code_of_unique[np.where(found, at, -1)]
+    codes: dict = {}
+    gt_frames = np.fromiter((codes.setdefault(key, len(codes)) for key in gt_keys), dtype=np.int64)
+    pred_frames = np.fromiter(map(codes.get, pred_keys, repeat(-1)), dtype=np.int64)
+    return gt_frames, pred_frames
 
 
 # --------------------------------------------------------------------------------------------- inputs
@@ -146,8 +181,8 @@ def _vector(values, name: str, n: int, dtype) -> np.ndarray:
 
 @dataclass
 class _GroundTruth:
-    frame_codes: dict  # keyframe key -> frame number (evaluated keyframes only)
-    frames: np.ndarray  # (G,) frame number per GT row, whitelisted rows in input order
+    renumber: np.ndarray  # keyframe code -> evaluated keyframe number (-1: no whitelisted GT there)
+    frames: np.ndarray  # (G,) evaluated keyframe number (first-appearance order); whitelisted, input order
     classes: np.ndarray  # (G,) index into the whitelist
     labels: np.ndarray  # (G,) label ids
     subject_boxes: np.ndarray
@@ -155,23 +190,24 @@ class _GroundTruth:
     rank_in_frame: np.ndarray  # (G,) position of the row among its keyframe's rows (file order)
 
     @classmethod
-    def build(cls, keys, subject_boxes, object_boxes, labels, whitelist) -> _GroundTruth:
-        keys = list(keys)
-        n = len(keys)
+    def build(cls, frames, subject_boxes, object_boxes, labels, whitelist) -> _GroundTruth:
+        n = len(frames)
         labels = _vector(labels, "gt_labels", n, np.int64)
         subject_boxes = _boxes(subject_boxes, "gt_subject_boxes", n)
         object_boxes = _boxes(object_boxes, "gt_object_boxes", n)
         keep = np.isin(labels, whitelist)
-        codes: dict = {}
-        frames = np.array([codes.setdefault(key, len(codes)) for key, ok in zip(keys, keep) if ok],
-                          dtype=np.int64)
-        return cls(codes, frames, np.searchsorted(whitelist, labels[keep]), labels[keep], subject_boxes[keep],
-                   object_boxes[keep], _rank_within(frames, np.argsort(frames, kind="stable")))
+        unique, first, inverse = np.unique(frames[keep], return_index=True, return_inverse=True)
+        renumber = np.full(int(frames.max(initial=-1)) + 2, -1, dtype=np.int64)  # last entry: key -1 stays -1
+        renumber[unique[np.argsort(first, kind="stable")]] = np.arange(len(unique))
+        frames = renumber[frames[keep]]
+        ranks = _rank_within(frames, np.argsort(frames, kind="stable"))
+        return cls(renumber, frames, np.searchsorted(whitelist, labels[keep]), labels[keep],
+                   subject_boxes[keep], object_boxes[keep], ranks)
 
 
 @dataclass
 class _Detections:
-    frames: np.ndarray  # (P,) frame number, only predictions on evaluated keyframes, input order
+    frames: np.ndarray  # (P,) keyframe number, only predictions on evaluated keyframes, input order
     classes: np.ndarray
     scores: np.ndarray
     subject_boxes: np.ndarray
@@ -180,15 +216,15 @@ class _Detections:
     by_score: np.ndarray  # (P,) indices by descending score, ties in input order
 
     @classmethod
-    def build(cls, keys, subject_boxes, object_boxes, labels, scores, whitelist, codes) -> _Detections:
-        n = len(keys)
+    def build(cls, frames, subject_boxes, object_boxes, labels, scores, whitelist, renumber) -> _Detections:
+        n = len(frames)
         labels = _vector(labels, "pred_labels", n, np.int64)
         scores = _vector(scores, "pred_scores", n, np.float64)
         if not np.isfinite(scores).all():
             raise PredictionError(f"pred_scores: row {np.flatnonzero(~np.isfinite(scores))[0]} is not finite")
         subject_boxes = _boxes(subject_boxes, "pred_subject_boxes", n)
         object_boxes = _boxes(object_boxes, "pred_object_boxes", n)
-        frames = np.fromiter(map(codes.get, keys, repeat(-1)), dtype=np.int64, count=n)
+        frames = renumber[frames]
         keep = (frames >= 0) & np.isin(labels, whitelist)
         frames, scores = frames[keep], scores[keep]
         by_score = np.argsort(-scores, kind="stable")
@@ -231,6 +267,29 @@ def paired_iou(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarray:
         return np.where(union > 0, inter / union, 0.0)
 
 
+def released_paired_iou(detected_boxes: np.ndarray, gt_boxes: np.ndarray) -> np.ndarray:
+    """:func:`paired_iou` computed as the released ``hhi_eval`` computes it, bit for bit.
+
+    The detected boxes are rounded to float32 first and their areas are float32 products; the intersection
+    and union are float64 (numpy's promotion when float32 detections meet float64 GT); the union is
+    ``(area_det + area_gt) - intersection`` and is not guarded, so two empty boxes give NaN (never a match).
+    An IoU that is exactly 0.5 in real numbers can come out just below or just above it.
+
+    >>> float(released_paired_iou(np.array([[0.1, 0.1, 0.17, 0.51]]), np.array([[0.1, 0.1, 0.24, 0.51]]))[0])
+    0.49999998585168487
+    """
+    det = np.asarray(detected_boxes, dtype=np.float64).astype(np.float32)
+    gt = np.asarray(gt_boxes, dtype=np.float64)
+    det_area = (det[:, 2] - det[:, 0]) * (det[:, 3] - det[:, 1])
+    det = det.astype(np.float64)
+    height = np.maximum(0.0, np.minimum(det[:, 3], gt[:, 3]) - np.maximum(det[:, 1], gt[:, 1]))
+    width = np.maximum(0.0, np.minimum(det[:, 2], gt[:, 2]) - np.maximum(det[:, 0], gt[:, 0]))
+    inter = height * width
+    union = (det_area.astype(np.float64) + (gt[:, 2] - gt[:, 0]) * (gt[:, 3] - gt[:, 1])) - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return inter / union
+
+
 @dataclass
 class _Pairs:
     """(prediction, GT) pairs of the same keyframe and class whose subject and object IoUs both pass."""
@@ -240,7 +299,8 @@ class _Pairs:
     quality: np.ndarray  # min(IoU_subject, IoU_object)
 
 
-def _candidate_pairs(gt: _GroundTruth, pred: _Detections, threshold: float) -> _Pairs:
+def _same_group(gt: _GroundTruth, pred: _Detections) -> tuple[np.ndarray, np.ndarray]:
+    """Every (prediction, GT) pair of one keyframe and class; GT of a prediction in ascending (file) order."""
     num_classes = int(max(gt.classes.max(initial=-1), pred.classes.max(initial=-1))) + 1
     gt_group = gt.frames * num_classes + gt.classes
     pred_group = pred.frames * num_classes + pred.classes
@@ -250,27 +310,68 @@ def _candidate_pairs(gt: _GroundTruth, pred: _Detections, threshold: float) -> _
     count = np.searchsorted(sorted_groups, pred_group, side="right") - start
     pair_pred = np.repeat(np.arange(len(pred)), count)
     offset = np.arange(len(pair_pred)) - np.repeat(np.cumsum(count) - count, count)
-    pair_gt = gt_order[np.repeat(start, count) + offset]
-    quality = np.minimum(paired_iou(pred.subject_boxes[pair_pred], gt.subject_boxes[pair_gt]),
-                         paired_iou(pred.object_boxes[pair_pred], gt.object_boxes[pair_gt]))
-    passing = quality >= threshold
+    return pair_pred, gt_order[np.repeat(start, count) + offset]
+
+
+def _candidate_pairs(gt: _GroundTruth, pred: _Detections, settings: HHISettings) -> _Pairs:
+    pair_pred, pair_gt = _same_group(gt, pred)
+    iou = released_paired_iou if settings.official else paired_iou
+    quality = np.minimum(iou(pred.subject_boxes[pair_pred], gt.subject_boxes[pair_gt]),
+                      iou(pred.object_boxes[pair_pred], gt.object_boxes[pair_gt]))
+    passing = quality >= settings.iou_threshold
     return _Pairs(pair_pred[passing], pair_gt[passing], quality[passing])
 
 
+def _released_try_order(gt: _GroundTruth, pred: _Detections, p: np.ndarray, g: np.ndarray, q: np.ndarray,
+                        gt_kept: np.ndarray) -> np.ndarray:
+    """Position of each candidate GT in the order the released code tries them (``np.argsort(iou)[::-1]``).
+
+    Only detections with two passing GT of exactly equal ``min(IoU)`` can be affected, so only their IoU rows
+    (the detection against every kept GT of its keyframe and class, in file order, as the released code
+    builds them) are sorted, with the same numpy call; every other pair gets position 0.
+    """
+    position = np.zeros(len(p), dtype=np.int64)
+    by_detection = np.lexsort((q, p))
+    sorted_p, sorted_q = p[by_detection], q[by_detection]
+    tied = np.unique(sorted_p[1:][(sorted_p[1:] == sorted_p[:-1]) & (sorted_q[1:] == sorted_q[:-1])])
+    if not len(tied):
+        return position
+    num_classes = int(max(gt.classes.max(initial=-1), pred.classes.max(initial=-1))) + 1
+    gt_group = np.where(gt_kept, gt.frames * num_classes + gt.classes, -1)
+    gt_order = np.argsort(gt_group, kind="stable")
+    bounds = np.searchsorted(gt_group[gt_order], pred.frames[tied] * num_classes + pred.classes[tied])
+    ends = np.searchsorted(gt_group[gt_order], pred.frames[tied] * num_classes + pred.classes[tied], "right")
+    first_pair = np.searchsorted(sorted_p, tied)
+    last_pair = np.searchsorted(sorted_p, tied, "right")
+    for detection, start, end, first, last in zip(tied, bounds, ends, first_pair, last_pair):
+        row_gt = gt_order[start:end]  # ascending: file order
+        subject = np.repeat(pred.subject_boxes[detection][None], len(row_gt), axis=0)
+        obj = np.repeat(pred.object_boxes[detection][None], len(row_gt), axis=0)
+        row = np.minimum(released_paired_iou(subject, gt.subject_boxes[row_gt]),
+                         released_paired_iou(obj, gt.object_boxes[row_gt]))
+        tried = np.empty(len(row_gt), dtype=np.int64)
+        tried[np.argsort(row)[::-1]] = np.arange(len(row_gt))
+        mine = by_detection[first:last]
+        position[mine] = tried[np.searchsorted(row_gt, g[mine])]
+    return position
+
+
 def _greedy_match(pred: _Detections, gt: _GroundTruth, pairs: _Pairs, pred_kept: np.ndarray,
-                  gt_kept: np.ndarray) -> np.ndarray:
+                  gt_kept: np.ndarray, official: bool) -> np.ndarray:
     """TP flag per prediction: greedy per (keyframe, class) in score order, best unmatched GT first.
 
-    Groups are independent, so the r-th matchable detection of every group is resolved in one vectorised
-    round.
+    Among GT of equal ``min(IoU)`` the earlier row is tried first, or, in official mode, the order of the
+    released code (:func:`_released_try_order`). Groups are independent, so the r-th matchable detection of
+    every group is resolved in one vectorised round.
     """
     is_tp = np.zeros(len(pred), dtype=bool)
     use = pred_kept[pairs.pred] & gt_kept[pairs.gt]
     p, g, q = pairs.pred[use], pairs.gt[use], pairs.quality[use]
     if not len(p):
         return is_tp
+    tie_break = _released_try_order(gt, pred, p, g, q, gt_kept) if official else g
     group = pred.frames[p] * (int(pred.classes.max()) + 1) + pred.classes[p]
-    order = np.lexsort((g, -q, p, pred.rank_in_frame[p], group))
+    order = np.lexsort((tie_break, -q, p, pred.rank_in_frame[p], group))
     p, g, group = p[order], g[order], group[order]
     new_pred = np.r_[True, p[1:] != p[:-1]]
     pred_number = np.cumsum(new_pred) - 1  # running index of distinct predictions
@@ -296,13 +397,20 @@ def _greedy_match(pred: _Detections, gt: _GroundTruth, pairs: _Pairs, pred_kept:
 
 def _average_precision(gt: _GroundTruth, pred: _Detections, pairs: _Pairs, settings: HHISettings) -> dict:
     num_classes = len(settings.class_whitelist)
-    is_tp = _greedy_match(pred, gt, pairs, np.ones(len(pred), bool), np.ones(len(gt.frames), bool))
+    is_tp = _greedy_match(pred, gt, pairs, np.ones(len(pred), bool), np.ones(len(gt.frames), bool),
+                          settings.official)
     num_gt = np.bincount(gt.classes, minlength=num_classes)
-    order = pred.by_score[np.argsort(pred.classes[pred.by_score], kind="stable")]
+    if settings.official:  # the released code's row order: class, keyframe (GT order), rank in the keyframe
+        order = np.lexsort((pred.rank_in_frame, pred.frames, pred.classes))
+    else:
+        order = pred.by_score[np.argsort(pred.classes[pred.by_score], kind="stable")]
     bounds = np.searchsorted(pred.classes[order], np.arange(num_classes + 1))
     per_class = {}
     for c, label in enumerate(settings.class_whitelist):
-        flags = is_tp[order[bounds[c]:bounds[c + 1]]]
+        ranked = order[bounds[c]:bounds[c + 1]]
+        if settings.official:  # np.argsort of the float32 scores, reversed, as the released code ranks
+            ranked = ranked[np.argsort(pred.scores[ranked].astype(np.float32))[::-1]]
+        flags = is_tp[ranked]
         if num_gt[c] == 0 or (settings.official and not len(flags)):
             per_class[str(label)] = None
         elif not len(flags):
@@ -318,7 +426,7 @@ def _recall_at(gt: _GroundTruth, pred: _Detections, pairs: _Pairs, settings: HHI
     num_classes = len(settings.class_whitelist)
     pred_kept = pred.rank_in_frame < k
     gt_kept = gt.rank_in_frame < k if settings.official else np.ones(len(gt.frames), bool)
-    is_tp = _greedy_match(pred, gt, pairs, pred_kept, gt_kept)
+    is_tp = _greedy_match(pred, gt, pairs, pred_kept, gt_kept, settings.official)
     hits = np.bincount(pred.classes[is_tp], minlength=num_classes)
     num_gt = np.bincount(gt.classes[gt_kept], minlength=num_classes)
     if settings.official:

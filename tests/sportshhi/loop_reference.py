@@ -1,11 +1,21 @@
 """Clean-room loop reference of the SportsHHI metric, written from the official ``hhi_eval`` description
-(reference notes B.5) with plain Python loops and no code shared with ``sportshhi.evaluation``.
+(reference notes B.5 and their Corrections block) with plain Python loops and no code shared with
+``sportshhi.evaluation``.
+
+Official mode follows the corrected notes: predicted boxes and scores are float32 before any IoU (the IoU of a
+float32 detection and a float64 GT box, detection area in float32), a class's detections are ranked with
+``np.argsort(float32 scores)[::-1]`` over the keyframes in GT order, and a detection tries its GT in the order
+of ``np.argsort(min-IoU row)[::-1]``. Default mode: float64 IoU, ties in input order (earlier first).
 
 Used by the property tests (it must agree with the vectorised metric on random data) and by
 ``benchmarks/sportshhi_metric_speed.py`` (the speed baseline). Slow on purpose: one detection at a time.
 """
 
 from __future__ import annotations
+
+import math
+
+import numpy as np
 
 EVALUATED = [i for i in range(1, 35) if i not in (1, 4, 7, 12, 20, 30)]
 
@@ -36,6 +46,18 @@ def voc_ap(flags, num_gt) -> float:
                if recalls[i] != recalls[i - 1])
 
 
+def official_box_iou(detected, gt) -> float:
+    """IoU as the released code computes it: detection rounded to float32, its area a float32 product."""
+    d = [np.float32(v) for v in detected]
+    detected_area = float((d[2] - d[0]) * (d[3] - d[1]))
+    d = [float(v) for v in d]
+    height = max(0.0, min(d[3], gt[3]) - max(d[1], gt[1]))
+    width = max(0.0, min(d[2], gt[2]) - max(d[0], gt[0]))
+    inter = height * width
+    union = (detected_area + (gt[2] - gt[0]) * (gt[3] - gt[1])) - inter
+    return inter / union if union != 0 else math.nan
+
+
 def _frames(keys, subjects, objects, labels, scores, whitelist, k):
     """{frame: [(score, order, subject, object, label)]}, whitelisted, top-k per frame when k is set."""
     frames = {}
@@ -50,30 +72,44 @@ def _frames(keys, subjects, objects, labels, scores, whitelist, k):
     return frames
 
 
-def _evaluate(gt, pred, whitelist, threshold, k, truncate_gt):
-    gt_frames = _frames(gt[0], gt[1], gt[2], gt[3], [1.0] * len(gt[0]), whitelist, k if truncate_gt else None)
+def _evaluate(gt, pred, whitelist, threshold, k, official):
+    gt_frames = _frames(gt[0], gt[1], gt[2], gt[3], [1.0] * len(gt[0]), whitelist, k if official else None)
     pred_frames = _frames(*pred, whitelist, k)
     gt_count = {c: 0 for c in whitelist}
     for entries in gt_frames.values():
         for entry in entries:
             gt_count[entry[4]] += 1
-    detections = {c: [] for c in whitelist}  # class -> [(score, input order, is_tp)]
+    iou = official_box_iou if official else box_iou
+    detections = {c: [] for c in whitelist}  # class -> [(score, input order, is_tp)], keyframes in GT order
     for key, gt_entries in gt_frames.items():
         preds = pred_frames.get(key, [])
         for cls in sorted({p[4] for p in preds}):
             gts = [g for g in gt_entries if g[4] == cls]
             taken = [False] * len(gts)
             for score, order, subject, obj, _ in [p for p in preds if p[4] == cls]:  # already score-sorted
-                ranked = sorted(range(len(gts)), key=lambda j: (-min(box_iou(subject, gts[j][2]),
-                                                                       box_iou(obj, gts[j][3])), j))
+                subject_iou = [iou(subject, g[2]) for g in gts]
+                object_iou = [iou(obj, g[3]) for g in gts]
+                row = [math.nan if math.isnan(a) or math.isnan(b) else min(a, b)
+                       for a, b in zip(subject_iou, object_iou)]
+                if official:
+                    ranked = [int(j) for j in np.argsort(np.array(row, dtype=np.float64))[::-1]]
+                else:
+                    ranked = sorted(range(len(gts)), key=lambda j: (-row[j], j))
                 hit = False
                 for j in ranked:
-                    if not taken[j] and box_iou(subject, gts[j][2]) >= threshold \
-                            and box_iou(obj, gts[j][3]) >= threshold:
+                    if not taken[j] and subject_iou[j] >= threshold and object_iou[j] >= threshold:
                         taken[j] = hit = True
                         break
                 detections[cls].append((score, order, hit))
     return gt_count, detections
+
+
+def _ranked_flags(detections, official):
+    """TP flags in ranking order: the released ``np.argsort`` of float32 scores, or score then input order."""
+    if official:
+        scores = np.array([d[0] for d in detections], dtype=np.float32)
+        return [detections[int(i)][2] for i in np.argsort(scores)[::-1]]
+    return [d[2] for d in sorted(detections, key=lambda d: (-d[0], d[1]))]
 
 
 def loop_hhi_metrics(gt, pred, *, iou_threshold=None, official=False, whitelist=EVALUATED,
@@ -85,10 +121,10 @@ def loop_hhi_metrics(gt, pred, *, iou_threshold=None, official=False, whitelist=
     if iou_threshold is None:
         iou_threshold = 0.9 if official else 0.5
     whitelist = sorted(set(whitelist))
-    gt_count, detections = _evaluate(gt, pred, whitelist, iou_threshold, None, False)
+    gt_count, detections = _evaluate(gt, pred, whitelist, iou_threshold, None, official)
     ap = {}
     for cls in whitelist:
-        ranked = [d[2] for d in sorted(detections[cls], key=lambda d: (-d[0], d[1]))]
+        ranked = _ranked_flags(detections[cls], official)
         if gt_count[cls] == 0 or (official and not ranked):
             ap[str(cls)] = None
         else:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from hoi_bench.boxes import iou_matrix
 from hoi_bench.errors import PredictionError
-from sportshhi.evaluation import EVALUATED_LABEL_IDS, hhi_metrics, paired_iou
+from sportshhi.evaluation import EVALUATED_LABEL_IDS, hhi_metrics, paired_iou, released_paired_iou
 
 
 def _load_loop_reference():
@@ -152,9 +152,70 @@ def test_bad_inputs_name_the_row():
         hhi_metrics([g[0] for g in GT], [g[1] for g in GT], [g[2] for g in GT], [2, 3], [], [], [], [], [])
 
 
+# ----------------------------------------------------------- worked examples of the notes' Corrections block
+
+
+def test_tied_scores_rank_as_the_released_argsort_does():
+    # One GT, two detections at score 0.5 of which only the first (in file order) matches. The released code
+    # ranks a class with np.argsort(float32 scores)[::-1], which puts the later, unmatched one first: the TP
+    # comes second, precision 1/2 at recall 1 -> AP 0.5. The default mode keeps input order: AP 1.
+    gt = [("v,0001", A, B, 2)]
+    pred = [("v,0001", A, B, 2, 0.5), ("v,0001", C, D, 2, 0.5)]
+    assert score(gt, pred, official=True, iou_threshold=0.5)["mAP"] == 0.5
+    assert score(gt, pred)["mAP"] == 1.0
+    # 0.5 and 0.5 + 1e-9 are one float32 value: tied in official mode, ordered in the default mode
+    pred = [("v,0001", A, B, 2, 0.5 + 1e-9), ("v,0001", C, D, 2, 0.5)]
+    assert score(gt, pred, official=True, iou_threshold=0.5)["mAP"] == 0.5
+    assert score(gt, pred)["mAP"] == 1.0
+
+
+def test_gt_of_equal_iou_are_tried_in_the_released_argsort_order():
+    # Sixteenths are exact in binary, so the first detection (4/16..8/16) has IoU exactly 4/7 with both GT
+    # subject boxes (1/16..8/16 and 4/16..11/16), whose own IoU is 0.4. The released code tries GT in
+    # np.argsort(iou)[::-1] order: the later GT row first, so detection 1 takes GT 2 and detection 2 (GT 1's
+    # exact boxes) takes GT 1: AP 1. Trying the earlier GT first (default mode) leaves detection 2 without a
+    # GT: TP then FP, AP 0.5.
+    obj = [0.5, 0.0, 1.0, 1.0]
+    gt = [("v,0001", [1 / 16, 0.0, 0.5, 1.0], obj, 2), ("v,0001", [0.25, 0.0, 11 / 16, 1.0], obj, 2)]
+    pred = [("v,0001", [0.25, 0.0, 0.5, 1.0], obj, 2, 0.9), ("v,0001", [1 / 16, 0.0, 0.5, 1.0], obj, 2, 0.8)]
+    official = score(gt, pred, official=True, iou_threshold=0.5)
+    assert official["mAP"] == 1.0 and official["recall@20"] == 1.0
+    default = score(gt, pred)
+    assert default["mAP"] == 0.5 and default["recall@20"] == 0.5
+
+
+def test_iou_at_the_threshold_is_decided_on_float32_detection_boxes():
+    # Subject IoU is 0.07 / 0.14 = 0.5 exactly in real numbers. In float64 it is 0.5 (a match at 0.5); with
+    # the detection rounded to float32, as the released code stores it, it is 0.49999998585... (no match).
+    gt_subject, det_subject = [0.1, 0.1, 0.24, 0.51], [0.1, 0.1, 0.17, 0.51]
+    assert float(paired_iou(np.array([det_subject]), np.array([gt_subject]))[0]) >= 0.5
+    assert float(released_paired_iou(np.array([det_subject]), np.array([gt_subject]))[0]) == \
+        pytest.approx(0.49999998585168487, abs=1e-15)
+    gt = [("v,0001", gt_subject, B, 2)]
+    pred = [("v,0001", det_subject, B, 2, 0.9)]
+    assert score(gt, pred, iou_threshold=0.5)["mAP"] == 1.0
+    official = score(gt, pred, official=True, iou_threshold=0.5)
+    assert official["mAP"] == 0.0 and official["recall@20"] == 0.0
+
+
+def test_one_ordered_pair_with_two_labels_is_two_gt_instances():
+    # The release lists the same (subject, object) pair of a keyframe once per label; each row is a GT
+    # instance in both modes: one detection per label finds its own GT.
+    gt = [("v,0001", A, B, 2), ("v,0001", A, B, 3)]
+    both = [("v,0001", A, B, 2, 0.9), ("v,0001", A, B, 3, 0.8)]
+    one = both[:1]
+    for official in (False, True):
+        assert score(gt, both, official=official, iou_threshold=0.5)["mAP"] == 1.0
+        assert score(gt, both, official=official, iou_threshold=0.5)["recall@20"] == 1.0
+        assert score(gt, one, official=official, iou_threshold=0.5)["recall@20"] == (1.0 if official else 0.5)
+    # official recall drops the class with no prediction (3) from the sums; the default counts its GT
+
+
 # --------------------------------------------------------------------------------------------- properties
 
-_GRID = [round(0.1 * i, 1) for i in range(11)]
+_GRID = sorted({round(0.1 * i, 1) for i in range(11)} | {i / 8 for i in range(9)})
+"""Tenths (IoUs that are decimal fractions: float32 and float64 can disagree at the threshold) and eighths
+(exact in binary, so different GT often have exactly equal IoUs with a detection: ties in GT order)."""
 
 
 @st.composite
@@ -164,19 +225,52 @@ def _box(draw):
     return [x1, y1, x2 + (0.05 if x2 == x1 else 0.0), y2 + (0.05 if y2 == y1 else 0.0)]
 
 
+def _at_threshold(box, threshold):
+    """``box`` narrowed so that its IoU with ``box`` is exactly ``threshold`` in real (decimal) numbers."""
+    x1, y1, x2, y2 = box
+    return [x1, y1, round(x1 + threshold * (x2 - x1), 6), y2]
+
+
 @st.composite
-def _case(draw):
+def _equal_iou_pattern(draw, key, person):
+    """Two GT rows whose subject boxes overlap one detection equally (mirror images around it, in eighths so
+    the float IoUs are exactly equal), and a second detection that is one of the two GT pairs exactly: which
+    GT the first detection takes decides whether the second one is a hit."""
+    a, b = sorted(draw(st.lists(st.integers(1, 7), min_size=2, max_size=2, unique=True)))
+    d = draw(st.integers(1, min(a, 8 - b)))
+    obj, label = draw(person), draw(st.integers(1, 3))
+    left, right = [(a - d) / 8, 0.0, b / 8, 1.0], [a / 8, 0.0, (b + d) / 8, 1.0]
+    gt = [(key, right, obj, label), (key, left, obj, label)]
+    confidence = st.sampled_from([0.5, 0.9])
+    pred = [(key, [a / 8, 0.0, b / 8, 1.0], obj, label, draw(confidence)),
+            (key, draw(st.sampled_from([left, right])), obj, label, draw(confidence))]
+    return gt, pred
+
+
+@st.composite
+def _case(draw, threshold):
+    """GT and predictions with ties (scores from a few values, duplicated people), several labels on one
+    ordered pair, and detections whose IoU with a GT box is the threshold exactly in real numbers."""
     keys = [f"v,{i:04d}" for i in range(draw(st.integers(1, 4)))]
     people = draw(st.lists(_box(), min_size=2, max_size=5))
     person = st.sampled_from(people)
     row = st.tuples(st.sampled_from(keys), person, person, st.integers(1, 4))
     gt = draw(st.lists(row, max_size=10))
-    jitter = st.sampled_from([0.0, 0.0, 0.02, 0.1])
+    for key, subject, obj, label in draw(st.lists(st.sampled_from(gt), max_size=3)) if gt else []:
+        gt.append((key, subject, obj, draw(st.integers(1, 4))))  # the same ordered pair, another label
+    jitter = st.sampled_from([0.0, 0.0, 0.02, 0.1, "threshold"])
     pred = []
     for key, subject, obj, label in draw(st.lists(row, max_size=25)):
         shift = draw(jitter)
-        confidence = draw(st.sampled_from([0.1, 0.5, 0.5, 0.9]))
-        pred.append((key, [v + shift for v in subject], obj, label, confidence))
+        confidence = draw(st.sampled_from([0.1, 0.5, 0.5, 0.9, 0.5 + 1e-9]))  # 0.5 + 1e-9 ties 0.5 in float32
+        if shift == "threshold":
+            pred.append((key, _at_threshold(subject, threshold), obj, label, confidence))
+        else:
+            pred.append((key, [v + shift for v in subject], obj, label, confidence))
+    if draw(st.booleans()):
+        extra_gt, extra_pred = draw(_equal_iou_pattern(draw(st.sampled_from(keys)), person))
+        gt += extra_gt
+        pred += extra_pred
     return gt, pred
 
 
@@ -195,9 +289,9 @@ def _agree(a, b):
 
 
 @settings(max_examples=150, deadline=None)
-@given(case=_case(), official=st.booleans(), threshold=st.sampled_from([0.3, 0.5, 0.9]))
-def test_vectorised_metric_matches_the_loop_reference(case, official, threshold):
-    gt, pred = case
+@given(data=st.data(), official=st.booleans(), threshold=st.sampled_from([0.3, 0.5, 0.9]))
+def test_vectorised_metric_matches_the_loop_reference(data, official, threshold):
+    gt, pred = data.draw(_case(threshold))
     ks = (1, 2, 5)
     fast = score(gt, pred, official=official, iou_threshold=threshold, class_whitelist=[1, 2, 3], ks=ks)
     fast.pop("settings")
