@@ -87,13 +87,15 @@ def read_vsrl(paths: Sequence[str | os.PathLike]) -> VsrlPersons:
             if earlier is None:
                 merged[ann_id] = (labels[k], roles[k], source)
                 continue
-            differ = [ACTIONS[a] for a in np.flatnonzero(earlier[0] != labels[k])]
-            differ += [ACTION_ROLE_NAMES[r] for r in np.flatnonzero(earlier[1] != roles[k])]
+            differ = [(ACTIONS[a], "label", earlier[0][a], labels[k][a])
+                      for a in np.flatnonzero(earlier[0] != labels[k])]
+            differ += [(ACTION_ROLE_NAMES[r], "role object", earlier[1][r], roles[k][r])
+                       for r in np.flatnonzero(earlier[1] != roles[k])]
             if differ:
+                name, what, before, now = differ[0]
                 raise FormatError(
-                    source, "rows disagree with another VSRL file", record=f"ann_id {ann_id}", field=differ[0],
-                    expected=f"the labels and role objects {earlier[2]} gives this person",
-                    found="different ones",
+                    source, "rows disagree with another VSRL file", record=f"ann_id {ann_id}", field=name,
+                    expected=f"{what} {int(before)} as in {earlier[2]}", found=int(now),
                 )
     ids = np.array(sorted(merged), dtype=np.int64)
     return VsrlPersons(
@@ -214,7 +216,7 @@ def check_split(vsrl: VsrlPersons, image_ids: np.ndarray, ids_source: str) -> No
     missing = image_ids[~np.isin(image_ids, known)]
     if len(missing):
         line = int(np.flatnonzero(image_ids == missing[0])[0]) + 1
-        raise FormatError(ids_source, "image id in no VSRL file", record=f"id {line}",
+        raise FormatError(ids_source, "image id in no VSRL file", record=f"line {line}",
                           expected=f"ids of images annotated in {', '.join(vsrl.file_image_ids)}",
                           found=int(missing[0]))
     if len(vsrl.file_image_ids) == 1:
