@@ -40,14 +40,14 @@ def register(registry: Registry) -> None:
     __import__("hoi_sg_dataset.role_ap_cli", fromlist=["register"]).register(registry)  # vcoco_role_map
 
 
-def _common_arguments(parser: argparse.ArgumentParser) -> None:
+def _common_arguments(parser: argparse.ArgumentParser, predictions_note: str = "") -> None:
     parser.add_argument("--references", type=Path, required=True, help="GT annotation file (PPDM/QPIC JSON)")
     parser.add_argument(
         "--predictions",
         type=Path,
         required=True,
         help="PPDM/QPIC prediction file: JSON list of {file_name, predictions, "
-        "hoi_prediction} (.json or .json.gz)",
+        "hoi_prediction} (.json or .json.gz)" + predictions_note,
     )
     parser.add_argument(
         "--top-k",
@@ -70,14 +70,11 @@ def _top_k(text: str) -> int | str | None:
 
 
 def _configure_hoi_map(parser: argparse.ArgumentParser) -> None:
-    _common_arguments(parser)
-    parser.set_defaults(predictions_help_note=None)
-    for action in parser._actions:
-        if action.dest == "predictions":
-            action.help += (
-                "; with --protocol ho-rcnn also the official MATLAB tool's detections: a folder of "
-                "detections_XX.mat or one detections.mat (needs scipy: pip install 'hoi-bench[matlab]')"
-            )
+    _common_arguments(
+        parser,
+        "; with --protocol ho-rcnn also the official MATLAB tool's detections: a folder of "
+        "detections_XX.mat or one detections.mat (needs scipy: pip install 'hoi-bench[matlab]')",
+    )
     parser.add_argument("--train-references", type=Path, help="training annotation file, for rare / non-rare")
     parser.add_argument(
         "--protocol",

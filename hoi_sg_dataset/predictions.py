@@ -290,13 +290,39 @@ def hoi_map_files(
     train_references: str | os.PathLike | None = None,
     **options: Any,
 ) -> dict:
-    """``evaluation.hoi_map`` of a HICO-DET(-SG) GT file and a prediction file (``options``: protocol...)."""
+    """``evaluation.hoi_map`` of a HICO-DET(-SG) GT file and a prediction file (``options``: protocol...).
+
+    With ``protocol="ho-rcnn"``, ``predictions`` may also be the MATLAB tool's detections (a folder of
+    ``detections_XX.mat`` or one ``detections.mat``, see ``hoi_sg_dataset.matlab_detections``).
+    """
     from hoi_sg_dataset.evaluation import hoi_map
     from hoi_sg_dataset.formats import read_annotations
+    from hoi_sg_dataset.matlab_detections import is_matlab_layout
 
-    gt, pred, _ = load_sets(references, predictions, "hico")
+    if is_matlab_layout(predictions):
+        gt, pred = _matlab_sets(references, predictions, options.get("protocol", "qpic"))
+    else:
+        gt, pred, _ = load_sets(references, predictions, "hico")
     train = None if train_references is None else reference_set(read_annotations(train_references, "hico"))
     return hoi_map(gt, pred, train_references=train, **options)
+
+
+def _matlab_sets(
+    references: str | os.PathLike, predictions: str | os.PathLike, protocol: str
+) -> tuple[HoiSet, HoiSet]:
+    """GT and prediction sets from MATLAB-tool detections, which only the ho-rcnn protocol reads."""
+    from hoi_sg_dataset.formats import read_annotations
+    from hoi_sg_dataset.matlab_detections import matlab_sets, read_matlab_detections
+
+    if protocol != "ho-rcnn":
+        raise PredictionError(
+            f"{predictions}: MATLAB detections (.mat, or a folder of them) are the official HICO-DET tool's "
+            f"input and are scored with --protocol ho-rcnn (found protocol {protocol!r}); for qpic write "
+            "a JSON prediction file"
+        )
+    detections = read_matlab_detections(predictions)
+    records, pred = matlab_sets(read_annotations(references, "hico"), detections, str(predictions))
+    return reference_set(records), pred
 
 
 def vcoco_map_files(references: str | os.PathLike, predictions: str | os.PathLike, **options: Any) -> dict:

@@ -1,0 +1,255 @@
+"""Read HICO-DET detections in the layout the official MATLAB evaluation reads (ho-rcnn ``eval_one.m``).
+
+Many HICO-DET exporters (UPT, CDN, iCAN-style) write their detections for that tool, in one of two layouts:
+
+* format ``obj`` (the one its driver uses): a folder of ``detections_01.mat`` .. ``detections_80.mat``, one per
+  object category in COCO id order (person, bicycle, ..., toothbrush); each holds ``all_boxes``, a cell array of
+  (HOI classes of that object, in the 600-class order) x (test images, in ``list_test`` order);
+* format ``all``: one ``detections.mat`` whose ``all_boxes`` is 600 x (test images).
+
+Each cell is a k x 9 double matrix ``[h_x1 h_y1 h_x2 h_y2 o_x1 o_y1 o_x2 o_y2 score]`` of **0-based** pixel boxes;
+the tool adds 1 to every coordinate (``det_bb = det_bb + 1``), and so does this reader. Extra columns are
+ignored, as ``det{j}(:, 1:8)`` and ``det{j}(:, 9)`` ignore them. Column ``j`` (1-based) is the test image
+``HICO_test2015_<j, 8 digits>.jpg`` (``list_test`` of ``anno.mat`` lists the test images in that order).
+
+Reading ``.mat`` files needs ``scipy`` (``pip install 'hoi-bench[matlab]'``); it is imported only here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hoi_bench.errors import FormatError, HoiBenchError, MissingFilesError, PredictionError
+from hoi_sg_dataset.evaluation import HoiSet
+from hoi_sg_dataset.formats import ImageRecord
+from hoi_sg_dataset.vocabulary import coco_objects, hico_hoi_classes
+
+logger = logging.getLogger(__name__)
+
+ALL_FILE = "detections.mat"
+OBJECT_FILE = "detections_{:02d}.mat"
+TEST_IMAGE = re.compile(r"^HICO_test2015_(\d{8})\.jpg$")
+PERSON = 1
+
+
+def is_matlab_layout(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names MATLAB-tool detections (a folder, or a ``.mat`` file) rather than JSON."""
+    path = Path(path)
+    return path.is_dir() or path.suffix == ".mat"
+
+
+@dataclass(frozen=True)
+class MatlabDetections:
+    """Every detection of a MATLAB-layout file set, one row each, in the tool's order (class, image, row).
+
+    ``columns``: 0-based image column (``list_test`` position); ``classes``: HOI class index 0..599;
+    ``boxes``: n x 8 one-based ``[human box, object box]``; ``scores``: n; ``num_columns``: images per class.
+    """
+
+    columns: np.ndarray
+    classes: np.ndarray
+    boxes: np.ndarray
+    scores: np.ndarray
+    num_columns: int
+
+
+def read_matlab_detections(path: str | os.PathLike) -> MatlabDetections:
+    """Read a folder of ``detections_XX.mat`` (format ``obj``), a folder with ``detections.mat`` or that file
+    (format ``all``). Anything else, and any cell that is not a k x (>= 9) matrix of finite numbers, raises a
+    ``FormatError`` naming the file, the cell and what was found."""
+    path = Path(path)
+    loadmat = _loadmat()
+    if path.is_dir():
+        if any(path.glob("detections_[0-9][0-9].mat")):
+            return _read_object_files(path, loadmat)
+        if (path / ALL_FILE).is_file():
+            path = path / ALL_FILE
+        else:
+            raise FormatError(
+                str(path),
+                "a folder given as predictions holds no detection file the MATLAB tool reads",
+                expected=f"{ALL_FILE} (format 'all') or {OBJECT_FILE.format(1)} .. {OBJECT_FILE.format(80)} "
+                "(format 'obj'); or give a JSON prediction file",
+                found=sorted(p.name for p in path.iterdir())[:5],
+            )
+    if path.name != ALL_FILE:
+        raise FormatError(
+            str(path),
+            "not a MATLAB detection file eval_one.m reads",
+            expected=f"{ALL_FILE}, or the folder of {OBJECT_FILE.format(1)} .. {OBJECT_FILE.format(80)}",
+            found=path.name,
+        )
+    cells = _all_boxes(path, loadmat, rows=len(hico_hoi_classes()))
+    return _collect([(path, cells, np.arange(cells.shape[0]))])
+
+
+def _loadmat():
+    try:
+        from scipy.io import loadmat
+    except ImportError as error:
+        raise HoiBenchError(
+            "reading MATLAB .mat detections needs scipy: pip install 'hoi-bench[matlab]'"
+        ) from error
+    return loadmat
+
+
+def _read_object_files(folder: Path, loadmat) -> MatlabDetections:
+    classes = hico_hoi_classes()
+    objects = coco_objects().raw_ids
+    missing = [OBJECT_FILE.format(k + 1) for k in range(len(objects))]
+    missing = [name for name in missing if not (folder / name).is_file()]
+    if missing:
+        raise MissingFilesError(
+            str(folder), missing, what="per-object detection files (eval_one.m format 'obj' reads all 80)"
+        )
+    parts = []
+    for k, object_id in enumerate(objects):
+        of_object = np.array([c for c, hoi in enumerate(classes) if hoi.object_id == object_id])
+        file = folder / OBJECT_FILE.format(k + 1)
+        parts.append((file, _all_boxes(file, loadmat, rows=len(of_object)), of_object))
+    columns = {cells.shape[1] for _, cells, _ in parts}
+    if len(columns) != 1:
+        raise FormatError(
+            str(folder),
+            "per-object files disagree on the number of test images",
+            field="all_boxes",
+            expected="the same number of columns in every file",
+            found=sorted(columns),
+        )
+    return _collect(parts)
+
+
+def _all_boxes(file: Path, loadmat, rows: int) -> np.ndarray:
+    """The ``all_boxes`` cell array of ``file`` as a 2-D object array with ``rows`` rows."""
+    try:
+        content = loadmat(str(file), variable_names=["all_boxes"])
+    except Exception as error:  # scipy raises ValueError, TypeError, MatReadError... on a non-.mat file
+        raise FormatError(
+            str(file), "unreadable MATLAB file", expected="a .mat file saved by MATLAB or scipy",
+            found=f"{type(error).__name__}: {error}",
+        ) from error
+    cells = content.get("all_boxes")
+    if cells is None:
+        raise FormatError(
+            str(file), "no variable all_boxes", field="all_boxes", expected="a cell array all_boxes",
+            found=sorted(k for k in content if not k.startswith("__")),
+        )
+    if cells.dtype != object or cells.ndim != 2 or cells.shape[0] != rows:
+        raise FormatError(
+            str(file),
+            "all_boxes has the wrong shape",
+            field="all_boxes",
+            expected=f"a cell array of {rows} HOI classes x test images",
+            found=f"{cells.dtype} array of shape {cells.shape}",
+        )
+    return cells
+
+
+def _collect(parts: Sequence[tuple[Path, np.ndarray, np.ndarray]]) -> MatlabDetections:
+    """Every non-empty cell's rows, file by file, class by class, then image then row: within one class this is
+    the order in which the tool concatenates its detections (what its stable sort keeps for equal scores)."""
+    columns, classes, matrices = [], [], []
+    num_columns = parts[0][1].shape[1]
+    for file, cells, class_of_row in parts:
+        for r in range(cells.shape[0]):
+            for j in range(cells.shape[1]):
+                matrix = cells[r, j]
+                if np.size(matrix) == 0:
+                    continue
+                matrix = _check_cell(file, r, j, matrix)
+                columns.append(np.full(len(matrix), j, dtype=np.int64))
+                classes.append(np.full(len(matrix), class_of_row[r], dtype=np.int64))
+                matrices.append(matrix)
+    if not matrices:
+        empty = np.zeros(0, dtype=np.int64)
+        return MatlabDetections(empty, empty, np.zeros((0, 8)), np.zeros(0), num_columns)
+    rows = np.concatenate(matrices)
+    return MatlabDetections(
+        np.concatenate(columns), np.concatenate(classes), rows[:, :8] + 1, rows[:, 8].copy(), num_columns
+    )
+
+
+def _check_cell(file: Path, r: int, j: int, matrix: Any) -> np.ndarray:
+    where = f"all_boxes{{{r + 1},{j + 1}}}"
+    numeric = isinstance(matrix, np.ndarray) and matrix.dtype.kind in "fiu" and matrix.ndim == 2
+    if not numeric or matrix.shape[1] < 9:
+        found = f"{matrix.dtype} array of shape {matrix.shape}" if isinstance(matrix, np.ndarray) else matrix
+        raise FormatError(
+            str(file), "a detection cell is not a k x 9 matrix", field=where,
+            expected="[h_x1 h_y1 h_x2 h_y2 o_x1 o_y1 o_x2 o_y2 score] rows", found=found,
+        )
+    values = matrix[:, :9].astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
+    if bad.size:
+        raise FormatError(
+            str(file), "non-finite box coordinate or score", field=f"{where} row {bad[0] + 1}",
+            expected="9 finite numbers", found=values[bad[0]].tolist(),
+        )
+    return values
+
+
+def matlab_sets(
+    records: Sequence[ImageRecord], detections: MatlabDetections, source: str
+) -> tuple[list[ImageRecord], HoiSet]:
+    """GT records in ``list_test`` order and the detections as a prediction ``HoiSet`` aligned with them.
+
+    The records must be HICO-DET test2015 images (column ``j`` is ``HICO_test2015_<j>.jpg``). A column with
+    detections for an image the GT file does not list becomes an image without GT, where every detection is a
+    false positive, as ``eval_one.m`` scores an image without visible GT HOIs; a warning says how many.
+    """
+    numbers = []
+    for index, record in enumerate(records):
+        match = TEST_IMAGE.match(record.file_name)
+        if match is None:
+            raise PredictionError(
+                f"{source}: MATLAB detections index the HICO-DET test2015 image list, but the references "
+                f"list {record.file_name!r} (record {index}; an SG split mixes train2015 images): "
+                "write the predictions as a JSON prediction file instead"
+            )
+        numbers.append(int(match.group(1)))
+    listed = dict(zip(numbers, records, strict=True))
+    if len(listed) != len(records):
+        raise PredictionError(f"{source}: the references list one test image twice")
+    with_detections = {int(j) + 1 for j in np.unique(detections.columns)}
+    unlisted = sorted(with_detections - listed.keys())
+    if unlisted:
+        logger.warning(
+            "%d test images with detections are not in the references (first: %s); they are scored as images "
+            "without GT, so their detections are false positives, as eval_one.m scores them",
+            len(unlisted), f"HICO_test2015_{unlisted[0]:08d}.jpg",
+        )
+        for number in unlisted:
+            listed[number] = ImageRecord(f"HICO_test2015_{number:08d}.jpg", [], [])
+    ordered = sorted(listed)
+    position = np.full(max(ordered[-1] if ordered else 0, detections.num_columns) + 1, -1, dtype=np.int64)
+    position[ordered] = np.arange(len(ordered))
+    image = position[detections.columns + 1]
+    order = np.argsort(image, kind="stable")
+    image = image[order]
+    counts = np.bincount(image, minlength=len(ordered))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    local = np.arange(len(image)) - offsets[image]
+    classes = hico_hoi_classes()
+    verbs = np.array([c.verb_id for c in classes], dtype=np.int64)[detections.classes[order]]
+    objects = np.array([c.object_id for c in classes], dtype=np.int64)[detections.classes[order]]
+    boxes = detections.boxes[order].reshape(-1, 4)
+    labels = np.column_stack([np.full(len(image), PERSON, dtype=np.int64), objects]).reshape(-1)
+    hois = np.column_stack([2 * local, 2 * local + 1, verbs])
+    predictions = HoiSet(
+        boxes=boxes,
+        box_labels=labels,
+        box_offsets=2 * offsets,
+        hois=hois.reshape(-1, 3),
+        hoi_offsets=offsets,
+        scores=detections.scores[order],
+        what=source,
+    )
+    return [listed[number] for number in ordered], predictions
