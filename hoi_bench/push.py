@@ -59,18 +59,22 @@ def upload_folder(
     try:
         validate_repo_id(repo_id)
     except hub_errors.HFValidationError as error:
-        raise PushError(f"{where}: bad --repo-id (expected ORG/NAME of letters, digits, '-', '_', '.'; {error})") \
-            from None
+        reason = str(error).replace(" Use `repo_type` argument if needed.", "")
+        raise PushError(f"{where}: bad repository id (expected ORG/NAME; {reason})") from None
+    failures = _hub_failures(hub_errors)
     if api is None:
         import huggingface_hub
         from huggingface_hub import constants
 
         if constants.HF_HUB_OFFLINE:
             raise PushError(f"{where}: offline mode is on (HF_HUB_OFFLINE=1); unset it to upload")
-        if huggingface_hub.get_token() is None:
+        try:
+            token = huggingface_hub.get_token()
+        except failures as error:
+            raise PushError(f"{where}: could not get a Hugging Face token: {_one_line(error)}") from error
+        if token is None:
             raise PushError(f"{where}: no Hugging Face token (run `hf auth login` or set HF_TOKEN)")
         api = huggingface_hub.HfApi()
-    failures = _hub_failures(hub_errors)
     try:
         api.create_repo(repo_id=repo_id, repo_type=repo_type, private=private, exist_ok=True,
                         **(create_repo_options or {}))
@@ -82,7 +86,8 @@ def upload_folder(
 
 def _hub_failures(hub_errors: Any) -> tuple[type[BaseException], ...]:
     """What huggingface_hub raises when the Hub refuses or cannot be reached, whichever HTTP client it uses."""
-    names = ("HfHubHTTPError", "OfflineModeIsEnabled", "HFValidationError", "LocalTokenNotFoundError", "HTTPError")
+    names = ("HfHubHTTPError", "OfflineModeIsEnabled", "HFValidationError", "LocalTokenNotFoundError", "OIDCError",
+             "HTTPError")
     found = tuple(getattr(hub_errors, name) for name in names if isinstance(getattr(hub_errors, name, None), type))
     return found + (ConnectionError, TimeoutError)
 

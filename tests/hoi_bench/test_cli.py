@@ -1,10 +1,24 @@
-"""The CLI wires plugin commands and demo steps, and turns hoi-bench errors into exit code 2."""
+"""The CLI wires plugin commands and demo steps; user errors end in one line and exit 2, Ctrl-C in exit 130."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
 from hoi_bench import cli
 from hoi_bench.errors import FormatError
-from hoi_bench.plugins import Command, DemoStep, Registry, load_registry
+from hoi_bench.files import write_json_atomic
+from hoi_bench.plugins import Command, DemoStep, Registry, load_registry, positive_int
+
+
+def strict_loads(text: str):
+    def refuse(token):
+        raise ValueError(f"non-standard JSON token {token}")
+    return json.loads(text, parse_constant=refuse)
 
 
 def _registry() -> Registry:
@@ -54,3 +68,116 @@ def test_every_installed_plugin_registers_cleanly():
     registry = load_registry()
     cli.build_parser(registry)
     assert len({s.name for s in registry.demo_steps}) == len(registry.demo_steps)
+
+
+def _writer_registry(calls: list) -> Registry:
+    """One `evaluate toy` command that writes --output; ``calls`` records that the handler ran."""
+    registry = Registry()
+
+    def configure(parser):
+        parser.add_argument("--output", type=Path)
+        parser.add_argument("--fail", choices=["interrupt", "oserror", "recursion"])
+
+    def run(args):
+        calls.append(args)
+        if args.fail == "interrupt":
+            raise KeyboardInterrupt
+        if args.fail == "oserror":
+            open(args.output.parent / "missing" / "x.json")  # noqa: SIM115 - the OSError is the point
+        if args.fail == "recursion":
+            raise RecursionError("maximum recursion depth exceeded")
+        write_json_atomic(args.output, {"mAP": float("nan")})
+
+    registry.add_command(Command("evaluate", "toy", "toy evaluate", configure, run))
+    return registry
+
+
+@pytest.mark.parametrize("layout", ["folder", "under a file"])
+def test_output_that_cannot_be_written_is_refused_before_the_command_runs(monkeypatch, tmp_path, capsys, layout):
+    calls = []
+    monkeypatch.setattr(cli, "load_registry", lambda: _writer_registry(calls))
+    (tmp_path / "file.txt").write_text("keep")
+    output = tmp_path if layout == "folder" else tmp_path / "file.txt" / "out.json"
+    assert cli.main(["evaluate", "toy", "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hoi-bench: error: --output ") and err.count("\n") == 1 and str(output) in err
+    assert calls == [] and (tmp_path / "file.txt").read_text() == "keep"
+
+
+def test_interrupt_exits_130_with_one_line_and_keeps_the_old_output(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cli, "load_registry", lambda: _writer_registry([]))
+    out = tmp_path / "out.json"
+    out.write_text('{"old": 1}')
+    assert cli.main(["evaluate", "toy", "--output", str(out), "--fail", "interrupt"]) == 130
+    assert capsys.readouterr().err == "hoi-bench: interrupted\n"
+    assert out.read_text() == '{"old": 1}' and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_unexpected_os_and_recursion_errors_are_one_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cli, "load_registry", lambda: _writer_registry([]))
+    out = tmp_path / "out.json"
+    assert cli.main(["evaluate", "toy", "--output", str(out), "--fail", "oserror"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"hoi-bench: error: {tmp_path / 'missing' / 'x.json'}: No such file or directory\n"
+    assert cli.main(["evaluate", "toy", "--output", str(out), "--fail", "recursion"]) == 2
+    assert capsys.readouterr().err.startswith("hoi-bench: error: input nested too deeply")
+
+
+def test_verbose_errors_add_the_traceback(monkeypatch, tmp_path, capsys, caplog):
+    monkeypatch.setattr(cli, "load_registry", lambda: _writer_registry([]))
+    assert cli.main(["-v", "evaluate", "toy", "--output", str(tmp_path / "o.json"), "--fail", "oserror"]) == 2
+    assert "Traceback" in caplog.text and "FileNotFoundError" in caplog.text
+    assert capsys.readouterr().err.startswith("hoi-bench: error: ")
+
+
+def test_evaluate_output_is_strict_json(monkeypatch, tmp_path):
+    monkeypatch.setattr(cli, "load_registry", lambda: _writer_registry([]))
+    assert cli.main(["evaluate", "toy", "--output", str(tmp_path / "o.json")]) == 0
+    assert strict_loads((tmp_path / "o.json").read_text()) == {"mAP": None}
+
+
+def test_positive_int_refuses_zero_in_the_parser(capsys):
+    parser = argparse.ArgumentParser(prog="p")
+    parser.add_argument("--num-proc", type=positive_int)
+    assert parser.parse_args(["--num-proc", "2"]).num_proc == 2
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args(["--num-proc", bad])
+        assert exit_info.value.code == 2
+        assert f"argument --num-proc: expected a positive integer, found '{bad}'" in capsys.readouterr().err
+
+
+def test_demo_prints_counts_as_integers_and_ends_with_commands_to_try(tmp_path, capsys, monkeypatch):
+    registry = Registry()
+    monkeypatch.chdir(tmp_path)
+
+    def step(context):
+        context.result("toy", "train", "images", 355)
+        context.result("toy", "test", "mAP", 0.5)
+        context.suggest("hoi-bench", "show", "toy", "--metrics", context.out_dir / "m.json")
+        for number in range(5):
+            context.suggest("echo", str(number))
+
+    registry.add_demo_step(DemoStep("toy", 10, step))
+    assert cli.run_demo(registry, tmp_path / "demo") == 0
+    out = capsys.readouterr().out
+    assert "toy        train  images  355\n" in out and "toy        test   mAP     0.5000" in out
+    tail = out.rstrip().split("== Try next\n")[1].splitlines()
+    assert tail == ["  hoi-bench show toy --metrics demo/m.json", "  echo 0", "  echo 1", "  echo 2"]
+
+
+def test_demo_logs_only_warnings_unless_verbose(monkeypatch, tmp_path, capsys):
+    registry = Registry()
+
+    def step(context):
+        logging.getLogger("hoi_bench.toy").info("building config x")
+        logging.getLogger("hoi_bench.toy").warning("something odd")
+
+    registry.add_demo_step(DemoStep("toy", 10, step))
+    monkeypatch.setattr(cli, "load_registry", lambda: registry)
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # let main's basicConfig install its handler for this test
+    monkeypatch.setattr(root, "level", logging.WARNING)
+    assert cli.main(["demo", "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "something odd" in err and "building config x" not in err
