@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hoi_bench.errors import PredictionError
+from hoi_bench.errors import FormatError, PredictionError
 
 ACTIONS: tuple[str, ...] = (
     "hold", "stand", "sit", "ride", "walk", "look", "hit", "eat", "jump", "lay", "talk_on_phone", "carry",
@@ -116,6 +116,56 @@ class RoleApResult:
         out["mean_agent_ap"] = _value(mean_agent_ap(self.agent_ap))
         return out
 
+
+
+
+def ground_truth_from_images(image_ids, person_boxes, actions, role_boxes) -> VcocoGroundTruth:
+    """A ``VcocoGroundTruth`` from one entry per image: its COCO id, its GT person boxes (P x 4), their actions
+    (P x 26: 1, 0, or -1 on every action for an unannotated person) and role boxes (P x 25 x 4, all -1 where none).
+    """
+    boxes = [_stack(b, (None, 4), "references", i, "person_boxes") for i, b in enumerate(person_boxes)]
+    counts = [len(b) for b in boxes]
+    labels = [_stack(a, (n, len(ACTIONS)), "references", i, "actions")
+              for i, (a, n) in enumerate(zip(actions, counts, strict=True))]
+    roles = [_stack(r, (n, len(ACTION_ROLES), 4), "references", i, "role_boxes")
+             for i, (r, n) in enumerate(zip(role_boxes, counts, strict=True))]
+    return VcocoGroundTruth(
+        image_ids=np.asarray(image_ids, dtype=np.int64),
+        person_offsets=np.concatenate(([0], np.cumsum(counts))).astype(np.int64),
+        person_boxes=np.concatenate([np.zeros((0, 4), np.float32), *boxes]),
+        actions=np.concatenate([np.zeros((0, len(ACTIONS)), np.float32), *labels]).astype(np.int8),
+        role_boxes=np.concatenate([np.zeros((0, len(ACTION_ROLES), 4), np.float32), *roles]),
+    )
+
+
+def detections_from_images(person_boxes, agent_scores, role_boxes, role_scores) -> VcocoDetections:
+    """``VcocoDetections`` from one entry per image (aligned with the GT images): K x 4 person boxes, K x 26
+    agent scores, K x 25 x 4 role boxes and K x 25 role scores (NaN or None: not predicted)."""
+    boxes = [_stack(b, (None, 4), "predictions", i, "person_boxes") for i, b in enumerate(person_boxes)]
+    counts = [len(b) for b in boxes]
+    columns = {}
+    for name, values, shape in (("agent_scores", agent_scores, (len(ACTIONS),)),
+                                ("role_boxes", role_boxes, (len(ACTION_ROLES), 4)),
+                                ("role_scores", role_scores, (len(ACTION_ROLES),))):
+        parts = [_stack(v, (n, *shape), "predictions", i, name)
+                 for i, (v, n) in enumerate(zip(values, counts, strict=True))]
+        columns[name] = np.concatenate([np.zeros((0, *shape), np.float32), *parts])
+    return VcocoDetections(
+        image_index=np.repeat(np.arange(len(counts)), counts).astype(np.int64),
+        records=np.arange(sum(counts), dtype=np.int64),
+        person_boxes=np.concatenate([np.zeros((0, 4), np.float32), *boxes]),
+        **columns,
+    )
+
+
+def _stack(values, shape: tuple, what: str, image: int, field: str) -> np.ndarray:
+    """``values`` as a float32 array (None becomes NaN) of ``shape`` (None: any length), else ``FormatError``."""
+    array = np.zeros((0, *shape[1:]), np.float32) if len(values) == 0 else np.array(values, dtype=np.float32)
+    if array.ndim != len(shape) or any(want not in (None, got) for want, got in zip(shape, array.shape)):
+        expected = " x ".join("any" if n is None else str(n) for n in shape)
+        raise FormatError(None, f"{field} of image {image} in the {what} has the wrong shape", record=image,
+                          field=field, expected=expected, found=" x ".join(map(str, array.shape)))
+    return array
 
 def _value(v: float) -> float | None:
     return None if math.isnan(v) else float(v)
@@ -229,7 +279,7 @@ def _ranked_ap(scores: np.ndarray, true_positive: np.ndarray, npos: float) -> fl
     tp = np.cumsum(true_positive.astype(np.float32)[idx])
     fp = np.cumsum((~true_positive).astype(np.float32)[idx])
     rec = tp / float(npos)
-    # np.finfo(np.float64).eps is a float64 scalar: float64 precision under numpy >= 2 (upstream's call)
+    # upstream's expression: its float64 eps makes precision float64 under numpy >= 2, float32 under numpy 1.x
     prec = tp / np.maximum(tp + fp, np.finfo(np.float64).eps)
     return float(np.float32(voc_ap(rec, prec)))
 

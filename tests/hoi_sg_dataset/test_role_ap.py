@@ -219,3 +219,30 @@ def test_24_role_mean_equals_icans_formula_when_all_25_roles_are_defined():
     icans = (out["mean_role_ap_scenario_1"] * 25 - aps["point_instr"]) / 24
     assert out["mean_role_ap_scenario_1_excl_point"] == pytest.approx(icans, abs=1e-6)
     assert out["mean_role_ap_scenario_1"] == pytest.approx(math.fsum(aps.values()) / 25, abs=1e-6)
+
+
+def test_evaluate_module_gives_the_numbers_of_the_file_route(tmp_path):
+    import evaluate
+
+    from hoi_bench import metric_path
+    from hoi_sg_dataset.vcoco_role_files import ground_truth, read_detections, read_image_ids, read_instances, read_vsrl
+
+    # the duplicate case above plus a look detection with a box where the GT has none (0.5 / 1.0 by scenario)
+    detections = [detection(1, box, {"hold": s, "look": s}, {"hold_obj": [*BALL_BOX, s], "look_obj": [*BALL_BOX, s]})
+                  for box, s in ((P11, 0.9), (P11, 0.8), (P12, 0.7))]
+    paths = write_inputs(tmp_path, [hold_look(11), hold_look(12)], SCENE, SIZES, detections)
+    expected = vcoco_role_map_files([paths["vsrl.json"]], paths["instances.json"], paths["ids.txt"],
+                                    paths["detections.json"])
+    assert expected["role_ap_scenario_1"]["hold_obj"] == pytest.approx(5 / 6, abs=1e-6)
+    ids = read_image_ids(paths["ids.txt"])
+    gt = ground_truth(read_vsrl([paths["vsrl.json"]]), read_instances(paths["instances.json"], ids), ids)
+    dets = read_detections(paths["detections.json"], ids)
+    references = [{"image_id": 1, "person_boxes": gt.person_boxes.tolist(), "actions": gt.actions.tolist(),
+                   "role_boxes": gt.role_boxes.tolist()}]
+    predictions = [{"person_boxes": dets.person_boxes.tolist(), "agent_scores": dets.agent_scores.tolist(),
+                    "role_boxes": dets.role_boxes.tolist(), "role_scores": dets.role_scores.tolist()}]
+    metric = evaluate.load(metric_path("vcoco_role_map"))
+    assert metric.compute(predictions=predictions, references=references) == expected
+    assert metric.compute(predictions=[0], references=[0], ground_truth=gt, detections=dets) == expected
+    with pytest.raises(ValueError, match="predictions = references = list"):
+        metric.compute(predictions=[0, 1], references=[0, 1], ground_truth=gt, detections=dets)
