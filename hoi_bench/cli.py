@@ -20,6 +20,7 @@ from pathlib import Path
 from hoi_bench.errors import HoiBenchError
 from hoi_bench.files import check_output_file
 from hoi_bench.plugins import FILE_OUTPUTS, FILE_OUTPUTS_BY_VERB, VERBS, DemoContext, Registry, load_registry
+from hoi_bench.publish_cli import add_publish_commands
 from hoi_bench.report import format_table
 
 logger = logging.getLogger("hoi_bench")
@@ -65,6 +66,7 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
     install = verbs.add_parser("install-metrics", help="make evaluate.load(NAME) find hoi-bench metrics offline")
     install.add_argument("names", nargs="*", help="metric names (default: all)")
     install.set_defaults(handler=_run_install_metrics)
+    add_publish_commands(verbs)
     return parser
 
 

@@ -1,15 +1,20 @@
-"""Where the ``evaluate`` metric modules of ``metrics/`` live, and how ``evaluate.load(name)`` finds them offline.
+"""Where the ``evaluate`` metric modules of ``metrics/`` live, and how a bare ``evaluate.load(name)`` finds them.
 
-``evaluate`` 0.4.x has no plugin registry: a bare ``evaluate.load("p_auc")`` looks in ``./p_auc/p_auc.py``,
-then on the Hub, then in its module cache. ``install_metrics`` seeds that cache (the same place a Hub download
-would land) so that a bare name works offline from any directory; ``metric_path`` gives the documented
-``evaluate.load(path)`` route.
+``evaluate`` 0.4.x has no plugin registry. A bare ``evaluate.load("p_auc")`` looks for ``./p_auc/p_auc.py``, then
+downloads ``<HF_ENDPOINT>/spaces/evaluate-metric/p_auc/resolve/v<evaluate version>/p_auc.py`` (retrying the
+``main`` revision) through evaluate's download cache, and only when both fail falls back to its module cache
+with the warning "Using the latest cached version of the module ... couldn't be found ... on the Hugging Face
+Hub". ``install_metrics`` puts each module into the download cache under exactly those URLs, as if it had been
+downloaded: evaluate's downloader returns a cached file whenever the Hub cannot serve the URL (offline,
+unreachable, or 404, which is what the Hub answers for these names), so the load succeeds on the normal path,
+from any directory, without the fallback's warning. ``metric_path`` gives the plain ``evaluate.load(path)``
+route that needs no installation.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
+import re
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -40,29 +45,47 @@ def metric_path(name: str) -> str:
     return str(path)
 
 
-def install_metrics(names: list[str] | None = None, modules_cache: str | os.PathLike | None = None) -> dict[str, str]:
-    """Copy metric modules into evaluate's module cache so ``evaluate.load(name)`` resolves them offline.
+def _seeded_urls(name: str) -> list[str]:
+    """The URLs a bare ``evaluate.load(name)`` asks for, in its order: the installed evaluate's tag, then main."""
+    import evaluate
+    from evaluate.utils.file_utils import hf_hub_url
 
-    Returns ``{name: installed file}``. Re-running replaces earlier copies, so an upgraded package never
-    leaves a stale module behind (evaluate picks the newest copy).
+    revision = evaluate.SCRIPTS_VERSION
+    if re.match(r"\d*\.\d*\.\d*", revision):  # evaluate's own rule for tag names
+        revision = "v" + revision
+    revisions = [revision] if revision == "main" else [revision, "main"]
+    return [hf_hub_url(path=f"{_NAMESPACE}/{name}", name=f"{name}.py", revision=r) for r in revisions]
+
+
+def install_metrics(
+    names: list[str] | None = None,
+    downloads_cache: str | os.PathLike | None = None,
+    modules_cache: str | os.PathLike | None = None,
+) -> dict[str, str]:
+    """Put metric modules into evaluate's download cache so a bare ``evaluate.load(name)`` resolves them.
+
+    ``downloads_cache`` defaults to evaluate's (``$HF_HOME/evaluate/downloads``) and ``modules_cache`` to
+    ``HF_MODULES_CACHE``, where earlier copies of the modules are removed so an upgraded package never leaves a
+    stale module behind. The URLs include ``HF_ENDPOINT`` and evaluate's version: re-run after changing either.
+    Returns ``{name: cached file}``.
     """
-    if modules_cache is None:
-        from evaluate import config
+    from evaluate import config
+    from evaluate.utils.file_utils import hash_url_to_filename
 
-        modules_cache = config.HF_MODULES_CACHE
+    downloads = Path(config.DOWNLOADED_EVALUATE_PATH if downloads_cache is None else downloads_cache)
+    modules = Path(config.HF_MODULES_CACHE if modules_cache is None else modules_cache)
     chosen = metric_names() if names is None else names
     installed = {}
     for name in chosen:
-        src_dir = Path(metric_path(name))
-        code = (src_dir / f"{name}.py").read_bytes()
-        family = Path(modules_cache) / "evaluate_modules" / "metrics" / f"{_NAMESPACE}--{name}"
+        code = (Path(metric_path(name)) / f"{name}.py").read_bytes()
+        family = modules / "evaluate_modules" / "metrics" / f"{_NAMESPACE}--{name}"
         if family.exists():
             shutil.rmtree(family)
-        target = family / hashlib.sha256(code).hexdigest()
-        target.mkdir(parents=True)
-        for item in ("README.md", "requirements.txt"):
-            if (src_dir / item).is_file():
-                shutil.copy2(src_dir / item, target / item)
-        (target / f"{name}.py").write_bytes(code)
-        installed[name] = str(target / f"{name}.py")
+        downloads.mkdir(parents=True, exist_ok=True)
+        files = [downloads / hash_url_to_filename(url) for url in _seeded_urls(name)]
+        for file in files:
+            staging = file.with_name(file.name + ".partial")
+            staging.write_bytes(code)
+            staging.replace(file)
+        installed[name] = str(files[0])
     return installed

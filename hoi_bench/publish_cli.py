@@ -1,0 +1,60 @@
+"""The publishing commands of ``hoi-bench``: ``push-metric`` (a metric folder as an evaluate Space) and ``report``
+(mean ± standard deviation over result files, as a paper reports them).
+
+Only argument parsing and printing live here; the work is in ``hoi_bench.spaces`` and ``hoi_bench.results_report``,
+imported when a command runs so that ``hoi-bench --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_publish_commands(verbs: argparse._SubParsersAction) -> None:
+    """Add ``push-metric`` and ``report`` to the ``hoi-bench`` sub-commands."""
+    push = verbs.add_parser("push-metric", help="upload a metrics/<name>/ folder as an evaluate metric Space",
+                            description="Upload metrics/NAME/ (module, app.py, card, requirements.txt) as a gradio "
+                                        "Space; afterwards evaluate.load('ORG/NAME') works for everyone.")
+    push.add_argument("name", help="metric name, e.g. p_auc")
+    push.add_argument("--repo-id", required=True, help="ORG/NAME of the Space")
+    push.add_argument("--private", action="store_true", help="create the Space as private")
+    push.add_argument("--requirement", help="requirement line that installs hoi-bench on the Space, replacing the "
+                                            "folder's requirements.txt (e.g. a fork's git+https URL)")
+    push.add_argument("--message", help="commit message")
+    push.set_defaults(handler=_run_push_metric)
+
+    report = verbs.add_parser("report", help="mean ± sample std of every metric over result files",
+                              description="Read result JSON files written by `hoi-bench evaluate ... --output`, "
+                                          "group them by label and print mean ± sample standard deviation "
+                                          "(ddof=1) of every numeric top-level metric.")
+    report.add_argument("results", nargs="+", type=Path, help="result JSON files")
+    report.add_argument("--labels", nargs="+",
+                        help="one group label per file, e.g. SG SG SG original (default: one group)")
+    report.add_argument("--output", type=Path, help="write the report as JSON here")
+    report.add_argument("--markdown", type=Path, help="write a Markdown table here")
+    report.add_argument("--latex", type=Path, help="write a LaTeX table here")
+    report.add_argument("--plot", type=Path, help="draw the groups side by side as a PNG here")
+    report.set_defaults(handler=_run_report)
+
+
+def _run_push_metric(args: argparse.Namespace) -> int:
+    from hoi_bench.spaces import push_metric
+
+    info = push_metric(args.name, args.repo_id, private=args.private, requirement=args.requirement,
+                       commit_message=args.message)
+    print(f"pushed metric {args.name} to Space {args.repo_id}: {getattr(info, 'commit_url', info)}")
+    print(f'Load with: evaluate.load("{args.repo_id}")')
+    return 0
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from hoi_bench import results_report
+
+    report = results_report.build_report(args.results, args.labels)
+    print(results_report.format_text(report))
+    written = results_report.write_outputs(report, output=args.output, markdown=args.markdown, latex=args.latex,
+                                           plot=args.plot)
+    for path in written:
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,13 @@
+"""Gradio widget of the sg_recall metric, run by its Hugging Face Space (``python app.py``).
+
+Only the Space runs this file: gradio is not a dependency of hoi-bench (the Space's ``sdk_version`` provides it).
+"""
+
+from pathlib import Path
+
+import evaluate
+from evaluate.utils import launch_gradio_widget
+
+if __name__ == "__main__":
+    # the module file by name: on the Space this folder is called "app", not "sg_recall"
+    launch_gradio_widget(evaluate.load(str(Path(__file__).resolve().with_name("sg_recall.py"))))
