@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
-from PIL import Image
 
+from haystack_dataset import typed_json
 from hoi_bench.errors import FormatError
-from hoi_bench.files import read_json
+from hoi_bench.files import read_bytes
 
 NO_PREDICATE = -1
 """Predicate index Haystack allows in ``relations``/``neg_relations``; skipped by the metrics."""
@@ -108,6 +111,8 @@ class SceneGraphAnnotation:
     has_negatives: bool = False
     """True for a Haystack file (every record carries ``neg_relations``)."""
     source: str | None = None
+    has_test_image_ids: bool = True
+    """False when the file has no ``test_image_ids`` key (the ``psg`` config needs it to define its test split)."""
 
     @property
     def object_classes(self) -> list[str]:
@@ -122,16 +127,71 @@ _IMAGE_KEYS = ("file_name", "height", "width", "image_id", "pan_seg_file_name", 
                "relations")
 
 
-def read_annotation(path: str | os.PathLike, *, require_negatives: bool | None = None) -> SceneGraphAnnotation:
-    """Read and validate a ``psg.json`` or Haystack annotation file.
+class _Segment(msgspec.Struct):
+    id: int
+    category_id: int
+    isthing: int | bool
+
+
+class _Box(msgspec.Struct):
+    category_id: int | None = None
+    bbox: tuple[float, float, float, float] | None = None
+    bbox_mode: int = 0
+
+
+class _Record(msgspec.Struct):
+    file_name: str
+    height: int
+    width: int
+    image_id: int | str | float
+    pan_seg_file_name: str
+    segments_info: list[_Segment]
+    annotations: list[_Box]
+    relations: list[tuple[int, int, int]]
+    neg_relations: list[tuple[int, int, int]] | msgspec.UnsetType = msgspec.UNSET
+
+
+class _File(msgspec.Struct):
+    thing_classes: list[Any]
+    stuff_classes: list[Any]
+    predicate_classes: list[Any]
+    data: list[_Record]
+    test_image_ids: list[Any] | msgspec.UnsetType = msgspec.UNSET
+
+
+_DECODER = msgspec.json.Decoder(_File)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _describe(field_name: str) -> tuple[str, str | None]:
+    """The wording of a type error at ``field_name`` (a path inside one record, or a top-level key)."""
+    if re.fullmatch(r"(neg_)?relations\[\d+\](\[\d+\])?", field_name):
+        return "not a triplet of integers", "[subject, object, predicate]"
+    if field_name in ("relations", "neg_relations", "segments_info", "annotations", "test_image_ids"):
+        return "not a list", "list"
+    if field_name in ("thing_classes", "stuff_classes", "predicate_classes", "data"):
+        return "missing or not a list", "list"
+    if field_name in ("height", "width"):
+        return "not a positive integer", "pixels > 0"
+    if re.fullmatch(r"annotations\[\d+\]\.bbox(\[\d+\])?", field_name):
+        return "bad box", "[x1, y1, x2, y2] with x1 <= x2, y1 <= y2 (bbox_mode 0)"
+    if field_name == "":
+        return "top level is not an object", "dict"
+    return "wrong type", None
+
+
+def read_annotation(path: str | os.PathLike, *, require_negatives: bool | None = None,
+                    records: bool = True) -> SceneGraphAnnotation:
+    """Read and validate a ``psg.json`` or Haystack annotation file (``.json`` or ``.json.gz``).
 
     ``require_negatives=True`` insists on ``neg_relations`` in every record (Haystack), ``False`` ignores them
-    if present, ``None`` reads them when present. Every problem raises :class:`FormatError` naming the record
-    (its position in ``data``) and the field.
+    if present, ``None`` reads them when present. ``records=False`` leaves each image's ``segments_info`` and
+    ``extra`` empty (the metrics need only the boxes, classes and relations), which halves the reading time.
+    Every problem raises :class:`FormatError` naming the record (its position in ``data``) and the field.
     """
     path = Path(path)
-    raw = read_json(path, what="annotation file")
-    return parse_annotation(raw, source=str(path), require_negatives=require_negatives)
+    data = read_bytes(path, "annotation file")
+    return _parse(data, str(path), require_negatives, records)
 
 
 def parse_annotation(raw: Any, *, source: str | None = None,
@@ -149,111 +209,138 @@ def parse_annotation(raw: Any, *, source: str | None = None,
     >>> ann.images[0].relations.tolist(), ann.has_negatives
     ([[0, 1, 0]], False)
     """
-    if not isinstance(raw, dict):
-        raise FormatError(source, "top level is not an object", expected="dict", found=type(raw).__name__)
-    for key in ("thing_classes", "stuff_classes", "predicate_classes", "data"):
-        if not isinstance(raw.get(key), list):
-            raise FormatError(source, "missing or not a list", field=key, expected="list",
-                              found=type(raw.get(key)).__name__)
-    num_objects = len(raw["thing_classes"]) + len(raw["stuff_classes"])
-    num_predicates = len(raw["predicate_classes"])
+    try:
+        data = msgspec.json.encode(raw)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise FormatError(source, "not JSON-serialisable annotation data", expected="JSON values",
+                          found=str(error)) from error
+    return _parse(data, source, require_negatives, True)
+
+
+def _parse(data: bytes, source: str | None, require_negatives: bool | None, records: bool) -> SceneGraphAnnotation:
+    typed = typed_json.decode(data, _DECODER, file=source, what="annotation file", records="data",
+                              describe=_describe)
+    num_objects = len(typed.thing_classes) + len(typed.stuff_classes)
+    num_predicates = len(typed.predicate_classes)
+    has_negatives = [r.neg_relations is not msgspec.UNSET for r in typed.data]
     if require_negatives is None:
-        require_negatives = bool(raw["data"]) and all("neg_relations" in r for r in raw["data"] if isinstance(r, dict))
-    images = []
-    seen: dict[str, int] = {}
-    for index, record in enumerate(raw["data"]):
-        image = _parse_image(record, index, source, num_objects, num_predicates, require_negatives)
-        if image.key in seen:
+        require_negatives = bool(typed.data) and all(has_negatives)
+    if require_negatives and not all(has_negatives):
+        index = has_negatives.index(False)
+        raise FormatError(source, "missing key", record=index, field="neg_relations",
+                          expected=f"keys {list(_IMAGE_KEYS + ('neg_relations',))}", found="no neg_relations")
+    for index, record in enumerate(typed.data):
+        for key in ("height", "width"):
+            if getattr(record, key) <= 0:
+                raise FormatError(source, "not a positive integer", record=index, field=key, expected="pixels > 0",
+                                  found=getattr(record, key))
+        if len(record.segments_info) != len(record.annotations):
+            raise FormatError(source, "annotations must be parallel to segments_info", record=index,
+                              field="annotations", expected=f"{len(record.segments_info)} entries",
+                              found=len(record.annotations))
+    segment_counts = np.array([len(r.segments_info) for r in typed.data], dtype=np.int64)
+    boxes, categories = _check_segments(typed.data, segment_counts, source, num_objects)
+    relations = _check_triplets(typed.data, "relations", segment_counts, source, num_predicates,
+                                allow_no_predicate=bool(require_negatives))
+    negatives = (_check_triplets(typed.data, "neg_relations", segment_counts, source, num_predicates,
+                                 allow_no_predicate=True) if require_negatives else None)
+    raw_records = _raw_records(data) if records else None
+    images, seen = [], {}
+    segment_ends, relation_ends = np.cumsum(segment_counts), np.cumsum([len(r.relations) for r in typed.data])
+    negative_ends = np.cumsum([len(r.neg_relations) for r in typed.data]) if require_negatives else None
+    for index, record in enumerate(typed.data):
+        key = image_key(record.image_id)
+        if key in seen:
             raise FormatError(source, "duplicate image id", record=index, field="image_id",
-                              expected="ids unique across data", found=f"{image.image_id!r} (also record {seen[image.key]})")
-        seen[image.key] = index
-        images.append(image)
-    test_ids = raw.get("test_image_ids", [])
-    if not isinstance(test_ids, list):
-        raise FormatError(source, "not a list", field="test_image_ids", expected="list", found=type(test_ids).__name__)
-    return SceneGraphAnnotation(list(raw["thing_classes"]), list(raw["stuff_classes"]),
-                                list(raw["predicate_classes"]), images, list(test_ids), bool(require_negatives),
-                                source)
+                              expected="ids unique across data", found=f"{record.image_id!r} (also record {seen[key]})")
+        seen[key] = index
+        segments = slice(segment_ends[index] - segment_counts[index], segment_ends[index])
+        positive = slice(relation_ends[index] - len(record.relations), relation_ends[index])
+        negative = (negatives[negative_ends[index] - len(record.neg_relations): negative_ends[index]]
+                    if negatives is not None else np.zeros((0, 3), dtype=np.int64))
+        raw = raw_records[index] if raw_records is not None else {}
+        images.append(SceneGraphImage(
+            record.image_id, record.file_name, record.height, record.width, record.pan_seg_file_name,
+            list(raw.get("segments_info", [])), boxes[segments], categories[segments], relations[positive],
+            negative, {k: v for k, v in raw.items() if k not in _IMAGE_KEYS and k != "neg_relations"}))
+    test_ids = [] if typed.test_image_ids is msgspec.UNSET else list(typed.test_image_ids)
+    return SceneGraphAnnotation(list(typed.thing_classes), list(typed.stuff_classes), list(typed.predicate_classes),
+                                images, test_ids, bool(require_negatives), source,
+                                has_test_image_ids=typed.test_image_ids is not msgspec.UNSET)
 
 
-def _parse_image(record: Any, index: int, source: str | None, num_objects: int, num_predicates: int,
-                 with_negatives: bool) -> SceneGraphImage:
-    if not isinstance(record, dict):
-        raise FormatError(source, "image record is not an object", record=index, expected="dict",
-                          found=type(record).__name__)
-    required = _IMAGE_KEYS + (("neg_relations",) if with_negatives else ())
-    for key in required:
-        if key not in record:
-            raise FormatError(source, "missing key", record=index, field=key, expected=f"keys {list(required)}",
-                              found=sorted(record))
-    for key in ("height", "width"):
-        if not isinstance(record[key], int) or isinstance(record[key], bool) or record[key] <= 0:
-            raise FormatError(source, "not a positive integer", record=index, field=key, expected="pixels > 0",
-                              found=record[key])
-    segments = record["segments_info"]
-    annotations = record["annotations"]
-    if not isinstance(segments, list) or not isinstance(annotations, list) or len(segments) != len(annotations):
-        raise FormatError(source, "annotations must be parallel to segments_info", record=index, field="annotations",
-                          expected=f"{len(segments) if isinstance(segments, list) else '?'} entries",
-                          found=len(annotations) if isinstance(annotations, list) else type(annotations).__name__)
-    boxes = np.zeros((len(segments), 4), dtype=np.float64)
-    categories = np.zeros(len(segments), dtype=np.int64)
-    for position, (segment, annotation) in enumerate(zip(segments, annotations)):
-        for key in ("id", "category_id", "isthing"):
-            if not isinstance(segment, dict) or key not in segment:
-                raise FormatError(source, "missing key", record=index, field=f"segments_info[{position}].{key}",
-                                  expected="id, category_id, isthing", found=segment)
-        category = segment["category_id"]
-        if not isinstance(category, int) or not 0 <= category < num_objects:
-            raise FormatError(source, "object class out of range", record=index,
-                              field=f"segments_info[{position}].category_id",
-                              expected=f"0 <= category_id < {num_objects}", found=category)
-        if not isinstance(annotation, dict) or annotation.get("category_id") != category:
-            raise FormatError(source, "annotation does not match its segment", record=index,
-                              field=f"annotations[{position}].category_id", expected=category,
-                              found=annotation.get("category_id") if isinstance(annotation, dict) else annotation)
-        box = annotation.get("bbox")
-        if (not isinstance(box, (list, tuple)) or len(box) != 4 or not all(isinstance(v, (int, float)) for v in box)
-                or not (np.isfinite(box).all() and box[0] <= box[2] and box[1] <= box[3])):
-            raise FormatError(source, "bad box", record=index, field=f"annotations[{position}].bbox",
-                              expected="[x1, y1, x2, y2] with x1 <= x2, y1 <= y2 (bbox_mode 0)", found=box)
-        if annotation.get("bbox_mode", 0) != 0:
-            raise FormatError(source, "unsupported box mode", record=index, field=f"annotations[{position}].bbox_mode",
-                              expected="0 (XYXY_ABS)", found=annotation.get("bbox_mode"))
-        boxes[position] = box
-        categories[position] = category
-    relations = _parse_triplets(record["relations"], "relations", index, source, len(segments), num_predicates,
-                                allow_no_predicate=with_negatives)
-    negatives = (_parse_triplets(record["neg_relations"], "neg_relations", index, source, len(segments),
-                                 num_predicates, allow_no_predicate=True)
-                 if with_negatives else np.zeros((0, 3), dtype=np.int64))
-    extra = {k: v for k, v in record.items() if k not in _IMAGE_KEYS and k != "neg_relations"}
-    return SceneGraphImage(record["image_id"], str(record["file_name"]), int(record["height"]),
-                           int(record["width"]), str(record["pan_seg_file_name"]), list(segments), boxes, categories,
-                           relations, negatives, extra)
+def _raw_records(data: bytes) -> list[dict]:
+    """The records as plain dicts, for ``segments_info`` and the keys this reader does not interpret."""
+    return msgspec.json.decode(data)["data"]
 
 
-def _parse_triplets(value: Any, name: str, index: int, source: str | None, num_segments: int, num_predicates: int,
-                    *, allow_no_predicate: bool) -> np.ndarray:
-    if not isinstance(value, list):
-        raise FormatError(source, "not a list", record=index, field=name, expected="list of [s, o, p]",
-                          found=type(value).__name__)
+def _locate(flat_index: int, counts: np.ndarray) -> tuple[int, int]:
+    """(record, position inside it) of entry ``flat_index`` of the records' concatenated lists."""
+    ends = np.cumsum(counts)
+    record = int(np.searchsorted(ends, flat_index, side="right"))
+    return record, int(flat_index - (ends[record] - counts[record]))
+
+
+def _check_segments(records: list[_Record], counts: np.ndarray, source: str | None,
+                    num_objects: int) -> tuple[np.ndarray, np.ndarray]:
+    """(S, 4) boxes and (S,) classes of every segment of every record, validated all at once."""
+    segments = list(chain.from_iterable(r.segments_info for r in records))
+    annotations = list(chain.from_iterable(r.annotations for r in records))
+    categories = np.array([s.category_id for s in segments], dtype=np.int64)
+    bad = np.flatnonzero((categories < 0) | (categories >= num_objects))
+    if len(bad):
+        record, position = _locate(int(bad[0]), counts)
+        raise FormatError(source, "object class out of range", record=record,
+                          field=f"segments_info[{position}].category_id",
+                          expected=f"0 <= category_id < {num_objects}", found=int(categories[bad[0]]))
+    mismatch = np.flatnonzero(np.array([a.category_id != s.category_id for a, s in zip(annotations, segments)],
+                                       dtype=bool))
+    if len(mismatch):
+        record, position = _locate(int(mismatch[0]), counts)
+        raise FormatError(source, "annotation does not match its segment", record=record,
+                          field=f"annotations[{position}].category_id", expected=int(categories[mismatch[0]]),
+                          found=annotations[mismatch[0]].category_id)
+    missing = [i for i, a in enumerate(annotations) if a.bbox is None]
+    boxes = np.array([a.bbox if a.bbox is not None else (0.0, 0.0, 0.0, 0.0) for a in annotations],
+                     dtype=np.float64).reshape(-1, 4)
+    valid = (np.abs(boxes) <= _FLOAT32_MAX).all(axis=1) & (boxes[:, 0] <= boxes[:, 2]) & (boxes[:, 1] <= boxes[:, 3])
+    bad = np.flatnonzero(~valid)
+    candidates = ([int(bad[0])] if len(bad) else []) + missing[:1]
+    if candidates:
+        first = min(candidates)
+        record, position = _locate(first, counts)
+        raise FormatError(source, "bad box", record=record, field=f"annotations[{position}].bbox",
+                          expected="[x1, y1, x2, y2] with x1 <= x2, y1 <= y2 (bbox_mode 0), within float32 range",
+                          found=annotations[first].bbox)
+    modes = np.flatnonzero(np.array([a.bbox_mode for a in annotations], dtype=np.int64))
+    if len(modes):
+        record, position = _locate(int(modes[0]), counts)
+        raise FormatError(source, "unsupported box mode", record=record, field=f"annotations[{position}].bbox_mode",
+                          expected="0 (XYXY_ABS)", found=annotations[modes[0]].bbox_mode)
+    return boxes, categories
+
+
+def _check_triplets(records: list[_Record], name: str, segment_counts: np.ndarray, source: str | None,
+                    num_predicates: int, *, allow_no_predicate: bool) -> np.ndarray:
+    """Every record's ``name`` triplets as one (T, 3) int64 array; indices checked against each record's segments."""
+    lists = [getattr(r, name) for r in records]
+    counts = np.array([len(triplets) for triplets in lists], dtype=np.int64)
+    table = np.array(list(chain.from_iterable(lists)), dtype=np.int64).reshape(-1, 3)
+    limit = np.repeat(segment_counts, counts)
     lowest = NO_PREDICATE if allow_no_predicate else 0
-    for position, triplet in enumerate(value):
-        if (not isinstance(triplet, (list, tuple)) or len(triplet) != 3
-                or not all(isinstance(v, int) and not isinstance(v, bool) for v in triplet)):
-            raise FormatError(source, "not a triplet of integers", record=index, field=f"{name}[{position}]",
-                              expected="[subject, object, predicate]", found=triplet)
-        subject, obj, predicate = triplet
-        for role, segment in (("subject", subject), ("object", obj)):
-            if not 0 <= segment < num_segments:
-                raise FormatError(source, f"{role} index past segments_info", record=index,
-                                  field=f"{name}[{position}]", expected=f"0 <= {role} < {num_segments}",
-                                  found=triplet)
-        if not lowest <= predicate < num_predicates:
-            raise FormatError(source, "predicate index out of range", record=index, field=f"{name}[{position}]",
-                              expected=f"{lowest} <= predicate < {num_predicates}", found=triplet)
-    return np.asarray(value, dtype=np.int64).reshape(-1, 3)
+    checks = (
+        ((table[:, 0] < 0) | (table[:, 0] >= limit), "subject index past segments_info", "0 <= subject < {limit}"),
+        ((table[:, 1] < 0) | (table[:, 1] >= limit), "object index past segments_info", "0 <= object < {limit}"),
+        ((table[:, 2] < lowest) | (table[:, 2] >= num_predicates), "predicate index out of range",
+         f"{lowest} <= predicate < {num_predicates}"),
+    )
+    firsts = [(int(np.flatnonzero(bad)[0]), reason, expected) for bad, reason, expected in checks if bad.any()]
+    if firsts:
+        flat, reason, expected = min(firsts, key=lambda item: item[0])
+        record, position = _locate(flat, counts)
+        raise FormatError(source, reason, record=record, field=f"{name}[{position}]",
+                          expected=expected.format(limit=int(limit[flat])), found=table[flat].tolist())
+    return table
 
 
 def annotation_to_json(annotation: SceneGraphAnnotation) -> dict:
@@ -305,6 +392,8 @@ def id_to_rgb(ids: np.ndarray) -> np.ndarray:
 def read_panoptic(path: str | os.PathLike | bytes) -> np.ndarray:
     """Segment-id map (H×W uint32) of a panoptic PNG given as a path or as PNG bytes."""
     import io
+
+    from PIL import Image
 
     source = io.BytesIO(path) if isinstance(path, bytes) else path
     try:

@@ -1,10 +1,11 @@
-"""Model-output files the metrics read: the Haystack NPY and the scene-graph recall JSON.
+"""Model-output files the metrics read: the Haystack NPY and the scene-graph recall predictions (JSON or NPZ).
 
 **Haystack NPY** (read by ``calc_metrics.py`` and by ``hoi-bench evaluate haystack``): one 2-D float array, one
 row per ordered pair of segments, ``[image_id, subject, object, score_0, ..., score_{n-1}]``. Subject and object
 index the image's ``segments_info``; the n scores follow ``predicate_classes`` and contain **no no-relation
 column**. Rows need not sum to 1 (OpenPSG's dumper drops the background column of a 57-way softmax without
-renormalising). Extra rows for other images or pairs are ignored.
+renormalising). Extra rows for other images or pairs are ignored. :class:`NpyRows` reads such a file block by
+block (a 1.26M-row file is 593 MB; only the rows of annotated pairs are kept).
 
 **Recall JSON** (read by ``hoi-bench evaluate sg_recall``): a list with one object per image::
 
@@ -13,50 +14,143 @@ renormalising). Extra rows for other images or pairs are ignored.
      "predicate_scores": [[no_relation, p_0, ..., p_{n-1}], ...],   # one row per pair, n + 1 columns
      "boxes": [[x1, y1, x2, y2], ...],           # optional: predicted objects (SGDet); pairs index them
      "labels": [c, ...],                         # optional, 0-based object classes, with boxes
-     "object_scores": [s, ...]}                  # optional, used by no-graph-constraint recall (default 1)
+     "object_scores": [s, ...]}                  # optional (SGDet), used by no-graph-constraint recall
 
 Without ``boxes``/``labels`` the entry is PredCls: pairs index the ground-truth segments and their boxes/labels
-are used.
+are used, and ``object_scores`` are ignored (OpenPSG sets them to one in PredCls). An entry with no pairs is
+accepted (and skipped by the metric, as OpenPSG does).
+
+**Recall NPZ** (the columnar form of the same predictions, :func:`write_recall_npz`, ``hoi-bench convert
+recall-predictions``): JSON spends most of its reading time turning 20 million score texts into numbers; the NPZ
+holds them as one float64 array and is read at disk speed. Arrays (I images, P pairs, O objects)::
+
+    format              "hoi-bench recall predictions 1"
+    image_ids           (I,) str          image_key of each entry's image_id
+    pair_counts         (I,) int64        pairs of each entry, in file order
+    pairs               (P, 2) int64
+    predicate_scores    (P, n + 1) float64
+    object_counts       (I,) int64        objects of each entry, -1 for a PredCls entry (no boxes/labels)
+    boxes               (O, 4) float64,   labels (O,) int64
+    object_score_counts (I,) int64        -1 where an entry has no object_scores
+    object_scores       (sum of the non-negative counts,) float64
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+import zipfile
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Iterator
 
+import msgspec
 import numpy as np
 
+from haystack_dataset import typed_json
 from haystack_dataset.formats import image_key
-from hoi_bench.errors import FormatError, PredictionError
-from hoi_bench.files import read_json, write_json_atomic
+from hoi_bench.errors import FormatError, MissingFilesError, PredictionError
+from hoi_bench.files import read_bytes, write_json_atomic
+
+NPZ_FORMAT = "hoi-bench recall predictions 1"
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+class NpyRows:
+    """A Haystack output ``.npy`` whose header is checked at once and whose rows are read in blocks.
+
+    Only the header is read on construction: a missing, empty, truncated or pickled file, an ``.npz`` archive, a
+    non-numeric dtype or a shape that is not (rows, 3 + n) is a :class:`FormatError` naming the file.
+    :meth:`blocks` reads consecutive rows into one reused buffer, so memory stays at one block however large the
+    file; :func:`haystack_dataset.evaluation.relation_scores` keeps only the rows of annotated pairs.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise MissingFilesError(str(self.path.parent), [self.path.name], what="prediction file")
+        with open(self.path, "rb") as handle:
+            self.shape, self.fortran_order, self.dtype, self.offset = _npy_header(handle, str(self.path))
+        expected = self.offset + int(np.prod(self.shape)) * self.dtype.itemsize
+        size = self.path.stat().st_size
+        if size < expected:
+            raise FormatError(str(self.path), "truncated .npy file", expected=f"{expected} bytes for shape "
+                              f"{self.shape}", found=f"{size} bytes")
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def blocks(self, rows_per_block: int) -> Iterator[tuple[int, np.ndarray]]:
+        """``(first row, rows)`` blocks in file order; each block is only valid until the next is read."""
+        rows, columns = self.shape
+        if self.fortran_order:  # column-major on disk: rows are not contiguous, so map the file instead
+            mapped = np.load(self.path, mmap_mode="r", allow_pickle=False)
+            for start in range(0, rows, rows_per_block):
+                yield start, np.ascontiguousarray(mapped[start:start + rows_per_block])
+            return
+        buffer = np.empty((min(rows_per_block, rows), columns), dtype=self.dtype)
+        with open(self.path, "rb") as handle:
+            handle.seek(self.offset)
+            for start in range(0, rows, rows_per_block):
+                block = buffer[: min(rows_per_block, rows - start)]
+                if handle.readinto(block.data.cast("B")) != block.nbytes:
+                    raise FormatError(str(self.path), "truncated .npy file", expected=f"{rows} rows",
+                                      found=f"the data ends in row {start}")
+                yield start, block
+
+    def read(self) -> np.ndarray:
+        """The whole array, in the dtype it was saved in."""
+        return np.load(self.path, allow_pickle=False)
+
+
+def _npy_header(handle: BinaryIO, file: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    start = handle.read(6)
+    if not start:
+        raise FormatError(file, "empty file", expected="a .npy array written by np.save", found="0 bytes")
+    if start.startswith(_ZIP_MAGIC):
+        raise FormatError(file, "an .npz archive where a .npy array is expected", expected="one array written by "
+                          "np.save (not np.savez)", found="a zip archive")
+    if start != b"\x93NUMPY":
+        raise FormatError(file, "not a .npy file", expected="a .npy array written by np.save",
+                          found=f"first bytes {start!r}")
+    handle.seek(0)
+    try:
+        version = np.lib.format.read_magic(handle)
+        reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran_order, dtype = reader(handle)
+    except (ValueError, OSError) as error:
+        raise FormatError(file, "unreadable .npy header", expected="a .npy array written by np.save",
+                          found=str(error)) from error
+    if dtype.hasobject or dtype.kind not in "iuf":
+        raise FormatError(file, "the array does not hold numbers", expected="a float (or integer) array, no "
+                          "pickled objects", found=f"dtype {dtype}")
+    if len(shape) != 2 or shape[1] < 4:
+        raise FormatError(file, "wrong array shape", expected="(rows, 3 + n) with n >= 1", found=tuple(shape))
+    return tuple(shape), fortran_order, dtype, handle.tell()
 
 
 def read_haystack_npy(path: str | os.PathLike) -> np.ndarray:
-    """Load a Haystack output array (float64, shape (rows, 3 + n)); its content is checked by the metrics."""
-    path = Path(path)
-    try:
-        rows = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError) as error:
-        raise FormatError(str(path), f"not a readable .npy array: {error}") from error
-    if rows.ndim != 2 or rows.shape[1] < 4:
-        raise FormatError(str(path), "wrong array shape", expected="(rows, 3 + n) with n >= 1",
-                          found=tuple(rows.shape))
-    return rows.astype(np.float64)
+    """Load a Haystack output array (float64, shape (rows, 3 + n)); its content is checked by the metrics.
+
+    ``hoi-bench evaluate haystack`` reads the file block by block through :class:`NpyRows` instead.
+    """
+    return NpyRows(path).read().astype(np.float64)
 
 
 def write_haystack_npy(path: str | os.PathLike, rows: np.ndarray) -> Path:
     """Save a Haystack output array; the file appears only once completely written."""
+    return _write_atomic(path, ".npy", lambda out: np.save(out, np.asarray(rows, dtype=np.float64)))
+
+
+def _write_atomic(path: str | os.PathLike, suffix: str, write) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".npy", dir=path.parent)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
-            np.save(out, np.asarray(rows, dtype=np.float64))
+            write(out)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -89,11 +183,13 @@ class RecallPrediction:
 
 
 def parse_recall_predictions(raw: Any, *, file: str | None = None) -> list[RecallPrediction]:
-    """Validate a loaded recall JSON list; errors name the entry and the field.
+    """Validate an already-loaded recall JSON list; errors name the entry and the field.
 
     >>> p = parse_recall_predictions([{"image_id": 7, "pairs": [[0, 1]], "predicate_scores": [[0.5, 0.2, 0.3]]}])
     >>> p[0].key, p[0].pairs.tolist(), p[0].boxes is None
     ('7', [[0, 1]], True)
+    >>> parse_recall_predictions([{"image_id": 8, "pairs": [], "predicate_scores": []}])[0].pairs.shape
+    (0, 2)
     """
     if not isinstance(raw, list):
         raise FormatError(file, "recall predictions must be a JSON list of per-image objects", expected="list",
@@ -103,11 +199,7 @@ def parse_recall_predictions(raw: Any, *, file: str | None = None) -> list[Recal
         if not isinstance(entry, dict) or not {"image_id", "pairs", "predicate_scores"} <= set(entry):
             raise FormatError(file, "missing keys", record=index, expected="image_id, pairs, predicate_scores",
                               found=sorted(entry) if isinstance(entry, dict) else type(entry).__name__)
-        key = image_key(entry["image_id"])
-        if key in seen:
-            raise FormatError(file, "duplicate image", record=index, field="image_id",
-                              expected="one entry per image", found=f"{entry['image_id']!r} (also entry {seen[key]})")
-        seen[key] = index
+        _check_unique(entry["image_id"], index, seen, file)
         pairs = _array(entry["pairs"], np.int64, (-1, 2), file, index, "pairs")
         scores = _array(entry["predicate_scores"], np.float64, (len(pairs), -1), file, index, "predicate_scores")
         boxes = labels = object_scores = None
@@ -123,16 +215,213 @@ def parse_recall_predictions(raw: Any, *, file: str | None = None) -> list[Recal
     return out
 
 
+def _check_unique(image_id: Any, index: int, seen: dict[str, int], file: str | None) -> None:
+    key = image_key(image_id)
+    if key in seen:
+        raise FormatError(file, "duplicate image", record=index, field="image_id",
+                          expected="one entry per image", found=f"{image_id!r} (also entry {seen[key]})")
+    seen[key] = index
+
+
 def read_recall_predictions(path: str | os.PathLike) -> list[RecallPrediction]:
-    """Read a recall JSON file (see the module docstring)."""
+    """Read recall predictions: the columnar ``.npz`` or the JSON list (``.json`` or ``.json.gz``).
+
+    JSON is decoded entry by entry into typed records (msgspec, validation in compiled code) and each entry's
+    scores go straight into one float64 array, so no Python object outlives its entry.
+    """
     path = Path(path)
-    raw = read_json(path, what="prediction file")
-    return parse_recall_predictions(raw, file=str(path))
+    if path.suffix == ".npz":
+        return read_recall_npz(path)
+    data = read_bytes(path, "prediction file")
+    try:
+        entries = _ENTRY_LIST.decode(data)
+    except msgspec.DecodeError:
+        # not JSON to msgspec; the standard library also accepts NaN / Infinity, which the slow path reports
+        try:
+            raw = json.loads(data)
+        except (ValueError, RecursionError) as error:
+            raise typed_json.malformed(data, str(path), "prediction file", str(error)) from None
+        return parse_recall_predictions(raw, file=str(path))
+    except msgspec.ValidationError:
+        return parse_recall_predictions(typed_json.decode(data, _ANY, file=str(path), what="prediction file"),
+                                        file=str(path))
+    except RecursionError:
+        raise FormatError(str(path), "unreadable prediction file", expected="JSON nested a few levels deep",
+                          found="nesting too deep") from None
+    out, seen = [], {}
+    for index, raw_entry in enumerate(entries):
+        entry = typed_json.decode(raw_entry, _ENTRY, file=str(path), what="prediction file", record=index,
+                                  describe=_describe_entry)
+        _check_unique(entry.image_id, index, seen, str(path))
+        out.append(_entry_arrays(entry, index, str(path)))
+    return out
+
+
+class _Entry(msgspec.Struct):
+    image_id: int | str | float
+    pairs: list[tuple[int, int]]
+    predicate_scores: list[list[float]]
+    boxes: list[tuple[float, float, float, float]] | None = None
+    labels: list[int] | None = None
+    object_scores: list[float] | None = None
+
+
+_ENTRY = msgspec.json.Decoder(_Entry)
+_ENTRY_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_ANY = msgspec.json.Decoder()
+
+
+def _describe_entry(field_name: str) -> tuple[str, str | None]:
+    name = field_name.split("[")[0]
+    shapes = {"pairs": "[[subject, object], ...] of integers", "predicate_scores": "rows of numbers",
+              "boxes": "[[x1, y1, x2, y2], ...] of numbers", "labels": "a list of integers",
+              "object_scores": "a list of numbers"}
+    if name in shapes:
+        return "wrong shape or type", shapes[name]
+    return "wrong type", None
+
+
+def _entry_arrays(entry: _Entry, index: int, file: str) -> RecallPrediction:
+    rows = entry.predicate_scores
+    pairs = np.array(entry.pairs, dtype=np.int64).reshape(-1, 2)
+    widths = set(map(len, rows))
+    if len(rows) != len(pairs) or len(widths) > 1:
+        raise FormatError(file, "wrong shape", record=index, field="predicate_scores",
+                          expected=f"{len(pairs)} rows (one per pair) of equal length",
+                          found=f"{len(rows)} rows of lengths {sorted(widths)}")
+    width = widths.pop() if widths else 0
+    scores = np.fromiter(chain.from_iterable(rows), np.float64, count=len(rows) * width).reshape(len(rows), width)
+    boxes = labels = object_scores = None
+    if entry.boxes is not None or entry.labels is not None:
+        if entry.boxes is None or entry.labels is None:
+            raise FormatError(file, "boxes and labels go together", record=index, field="boxes/labels",
+                              expected="both or neither", found="only " + ("boxes" if entry.labels is None else "labels"))
+        boxes = np.array(entry.boxes, dtype=np.float64).reshape(-1, 4)
+        labels = np.array(entry.labels, dtype=np.int64)
+        if len(labels) != len(boxes):
+            raise FormatError(file, "wrong shape", record=index, field="labels", expected=f"{len(boxes)} labels, "
+                              "one per box", found=len(labels))
+    if entry.object_scores is not None:
+        object_scores = np.array(entry.object_scores, dtype=np.float64)
+    return RecallPrediction(entry.image_id, pairs, scores, boxes, labels, object_scores)
 
 
 def write_recall_predictions(path: str | os.PathLike, predictions: list[RecallPrediction]) -> Path:
-    """Write a recall JSON file atomically."""
+    """Write recall predictions atomically: columnar when ``path`` ends in ``.npz``, the JSON list otherwise."""
+    if Path(path).suffix == ".npz":
+        return write_recall_npz(path, predictions)
     return write_json_atomic(path, [p.to_json() for p in predictions])
+
+
+def write_recall_npz(path: str | os.PathLike, predictions: list[RecallPrediction]) -> Path:
+    """Write recall predictions as the columnar NPZ of the module docstring (uncompressed: read at disk speed)."""
+    predictions = list(predictions)
+    width = {p.predicate_scores.shape[1] for p in predictions if len(p.pairs)}
+    if len(width) > 1:
+        raise PredictionError(f"score rows of different widths {sorted(width)}: one width n + 1 for every entry")
+    width = width.pop() if width else 0
+
+    def counts(name: str) -> np.ndarray:
+        return np.array([-1 if getattr(p, name) is None else len(getattr(p, name)) for p in predictions],
+                        dtype=np.int64)
+
+    def stacked(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+        parts = [np.asarray(getattr(p, name), dtype=dtype).reshape(shape) for p in predictions
+                 if getattr(p, name) is not None]
+        return np.concatenate(parts) if parts else np.zeros([0 if s == -1 else s for s in shape], dtype=dtype)
+
+    arrays = {
+        "format": np.array(NPZ_FORMAT),
+        "image_ids": np.array([p.key for p in predictions], dtype=np.str_),
+        "pair_counts": np.array([len(p.pairs) for p in predictions], dtype=np.int64),
+        "pairs": stacked("pairs", (-1, 2), np.int64),
+        "predicate_scores": np.concatenate([p.predicate_scores.reshape(-1, width) for p in predictions])
+        if predictions else np.zeros((0, 0)),
+        "object_counts": counts("boxes"),
+        "boxes": stacked("boxes", (-1, 4), np.float64),
+        "labels": stacked("labels", (-1,), np.int64),
+        "object_score_counts": counts("object_scores"),
+        "object_scores": stacked("object_scores", (-1,), np.float64),
+    }
+    return _write_atomic(path, ".npz", lambda out: np.savez(out, **arrays))
+
+
+_NPZ_ARRAYS = {"image_ids": 1, "pair_counts": 1, "pairs": 2, "predicate_scores": 2, "object_counts": 1,
+               "boxes": 2, "labels": 1, "object_score_counts": 1, "object_scores": 1}
+
+
+def read_recall_npz(path: str | os.PathLike) -> list[RecallPrediction]:
+    """Read the columnar NPZ of the module docstring; every array is checked against the others' counts.
+
+    Entries are views into the file's arrays: nothing is copied per image.
+    """
+    path = Path(path)
+    file = str(path)
+    if not path.is_file():
+        raise MissingFilesError(str(path.parent), [path.name], what="prediction file")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            found = set(archive.files)
+            if "format" not in found or str(archive["format"]) != NPZ_FORMAT:
+                raise FormatError(file, "not a hoi-bench recall NPZ", field="format", expected=repr(NPZ_FORMAT),
+                                  found=str(archive["format"]) if "format" in found else "no 'format' array")
+            missing = sorted(set(_NPZ_ARRAYS) - found)
+            if missing:
+                raise FormatError(file, "missing arrays", field=", ".join(missing), expected=sorted(_NPZ_ARRAYS),
+                                  found=sorted(found))
+            arrays = {name: archive[name] for name in _NPZ_ARRAYS}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
+        raise FormatError(file, "unreadable .npz file", expected="an archive written by write_recall_npz",
+                          found=str(error)) from error
+    for name, ndim in _NPZ_ARRAYS.items():
+        array = arrays[name]
+        kind = "U" if name == "image_ids" else ("f" if name in ("predicate_scores", "boxes", "object_scores")
+                                                 else "i")
+        if array.ndim != ndim or (array.dtype.kind != kind and not (kind == "f" and array.dtype.kind == "i")):
+            raise FormatError(file, "wrong array", field=name, expected=f"{ndim}-D, dtype kind {kind!r}",
+                              found=f"{array.ndim}-D {array.dtype}")
+    images = len(arrays["image_ids"])
+    _check_counts(arrays, "pair_counts", images, len(arrays["pairs"]), file, allow_absent=False)
+    _check_counts(arrays, "object_counts", images, len(arrays["boxes"]), file, allow_absent=True)
+    _check_counts(arrays, "object_score_counts", images, len(arrays["object_scores"]), file, allow_absent=True)
+    scores, pairs = arrays["predicate_scores"], arrays["pairs"]
+    if len(scores) != len(pairs) or pairs.shape[1:] != (2,) or arrays["boxes"].shape[1:] != (4,) \
+            or len(arrays["labels"]) != len(arrays["boxes"]):
+        raise FormatError(file, "arrays of inconsistent shapes", field="pairs/predicate_scores/boxes/labels",
+                          expected="pairs (P, 2), predicate_scores (P, n + 1), boxes (O, 4), labels (O,)",
+                          found=f"{pairs.shape}, {scores.shape}, {arrays['boxes'].shape}, {arrays['labels'].shape}")
+    for name in ("predicate_scores", "boxes", "object_scores"):
+        bad = ~np.isfinite(arrays[name])
+        if bad.any():
+            raise PredictionError(f"{file}: array {name!r}: expected finite numbers, found "
+                                  f"{arrays[name][bad][0]} at {np.argwhere(bad)[0].tolist()}")
+    seen: dict[str, int] = {}
+    out = []
+    pair_ends = np.cumsum(arrays["pair_counts"]).tolist()
+    object_ends = np.cumsum(np.maximum(arrays["object_counts"], 0)).tolist()
+    score_ends = np.cumsum(np.maximum(arrays["object_score_counts"], 0)).tolist()
+    for index, image_id in enumerate(arrays["image_ids"].tolist()):
+        _check_unique(image_id, index, seen, file)
+        pair_count = int(arrays["pair_counts"][index])
+        objects, object_score_count = int(arrays["object_counts"][index]), int(arrays["object_score_counts"][index])
+        rows = slice(pair_ends[index] - pair_count, pair_ends[index])
+        boxes = labels = object_scores = None
+        if objects >= 0:
+            where = slice(object_ends[index] - objects, object_ends[index])
+            boxes, labels = arrays["boxes"][where], arrays["labels"][where]
+        if object_score_count >= 0:
+            object_scores = arrays["object_scores"][score_ends[index] - object_score_count: score_ends[index]]
+        out.append(RecallPrediction(image_id, pairs[rows], scores[rows], boxes, labels, object_scores))
+    return out
+
+
+def _check_counts(arrays: dict, name: str, images: int, total: int, file: str, *, allow_absent: bool) -> None:
+    counts = arrays[name]
+    low = -1 if allow_absent else 0
+    if len(counts) != images or (counts < low).any() or int(np.maximum(counts, 0).sum()) != total:
+        raise FormatError(file, "counts do not add up", field=name,
+                          expected=f"{images} counts >= {low} summing to {total}",
+                          found=f"{len(counts)} counts summing to {int(np.maximum(counts, 0).sum())}")
 
 
 def _array(value: Any, dtype, shape: tuple[int, ...], file: str | None, index: int, name: str) -> np.ndarray:
@@ -141,7 +430,7 @@ def _array(value: Any, dtype, shape: tuple[int, ...], file: str | None, index: i
     except (TypeError, ValueError) as error:
         raise FormatError(file, f"not a numeric array ({error})", record=index, field=name,
                           expected=f"shape {shape}", found=_shape(value)) from error
-    if array.size == 0 and all(s in (-1, 0) for s in shape):
+    if array.size == 0 and array.ndim == 1:
         array = np.zeros([0 if s == -1 else s for s in shape], dtype=dtype)
     if array.ndim != len(shape) or any(s not in (-1, a) for s, a in zip(shape, array.shape)):
         raise FormatError(file, "wrong shape", record=index, field=name, expected=f"shape {shape}",

@@ -1,5 +1,6 @@
 """Shared fixtures: one synthetic native layout and one built Hub folder per test session; the hand-checked
-fixtures and the loop reference importable as ``haystack_fixtures`` / ``loop_reference``."""
+fixtures and the loop references importable as ``haystack_fixtures``, ``loop_reference`` and
+``recall_reference``."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def _load(name: str, file: str) -> None:
 
 _load("haystack_fixtures", "fixtures.py")
 _load("loop_reference", "loop_reference.py")
+_load("recall_reference", "recall_reference.py")
 
 
 @pytest.fixture(scope="session")

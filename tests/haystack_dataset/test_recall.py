@@ -125,3 +125,114 @@ def test_frequency_prior_recall_on_the_sample_psg_test_split(sample):
     assert result["images"] == len(sample.test_image_ids)
     assert 0.3 < result["R@20"] <= result["R@50"] <= result["R@100"] <= 1.0   # the prior carries real signal
     assert result["ngR@100"] >= result["R@100"]
+
+
+# ------------------------------------------------------------------ OpenPSG's behaviours (reference notes' Corrections)
+
+
+def test_an_entry_with_no_pairs_is_skipped_not_refused(tmp_path):
+    import json
+
+    from haystack_dataset.predictions import read_recall_predictions
+
+    path = tmp_path / "pred.json"
+    path.write_text(json.dumps([{"image_id": "1", "pairs": [], "predicate_scores": []},
+                                {"image_id": "2", "pairs": [[1, 0]], "predicate_scores": [[0.9, 0.05, 0.05, 0.0]]}]))
+    predictions = read_recall_predictions(path)
+    assert predictions[0].pairs.shape == (0, 2)
+    gt = {"1": truth(), "2": truth("2", relations=((1, 0, 0),))}
+    result = sg_recall(gt, predictions, N, ks=(1,))
+    assert result["images"] == 1 and result["R@1"] == 1.0
+
+
+def test_object_scores_of_a_predcls_entry_are_ignored():
+    gt = {"1": truth(relations=((0, 2, 1), (1, 2, 0)))}
+    rows = np.array([[0.0, 0.1, 0.6, 0.0], [0.0, 0.5, 0.0, 0.0]])
+    plain = RecallPrediction("1", np.array([[0, 2], [1, 2]]), rows)
+    carrying = RecallPrediction("1", np.array([[0, 2], [1, 2]]), rows, object_scores=np.array([0.1, 1.0, 1.0]))
+    # with the object scores multiplied in, (1, 2, p0) = 0.5 would outrank (0, 2, p1) = 0.06 at k = 1
+    assert sg_recall(gt, [carrying], N, ks=(1,)) == sg_recall(gt, [plain], N, ks=(1,))
+    assert sg_recall(gt, [carrying], N, ks=(1,))["ngR@1"] == 0.5
+
+
+def test_no_image_evaluated_gives_mean_recall_zero_and_undefined_recall():
+    result = sg_recall({"1": truth()}, [], N, ks=(20,))
+    assert result["mR@20"] == 0.0 and np.isnan(result["R@20"]) and np.isnan(result["ngR@20"])
+    assert result["images"] == 0
+
+
+def test_equal_scores_straddling_k_follow_openpsgs_numpy_order():
+    # pair (0, 2) scores predicates 0 and 1 equally; k = 1 takes one of them: OpenPSG's per-pair argsort,
+    # reversed, puts the higher predicate first, so predicate 1 (the GT one) is in the top 1
+    gt = {"1": truth(relations=((0, 2, 1),))}
+    rows = np.array([[0.0, 0.4, 0.4, 0.1]])
+    result = sg_recall(gt, [RecallPrediction("1", np.array([[0, 2]]), rows)], N, ks=(1, 2))
+    assert result["ngR@1"] == 1.0
+    gt_low = {"1": truth(relations=((0, 2, 0),))}
+    assert sg_recall(gt_low, [RecallPrediction("1", np.array([[0, 2]]), rows)], N, ks=(1,))["ngR@1"] == 0.0
+
+
+def test_iou_at_half_in_float32_is_a_match_worked_example():
+    # predicted box [0, 0, 10, 20.000001] against GT [0, 0, 10, 10]: IoU 0.5 in float32, 0.49999998 in float64
+    from haystack_dataset.recall import float32_iou
+
+    assert float32_iou(np.array([[0, 0, 10, 20.000001]]), np.array([[0, 0, 10, 10]]))[0, 0] == 0.5
+    gt = {"1": truth(boxes=((0, 0, 10, 10), (40, 0, 50, 10)), labels=(0, 1), relations=((0, 1, 1),))}
+    prediction = RecallPrediction("1", np.array([[0, 1]]), scores_for(1),
+                                  boxes=np.array([[0, 0, 10, 20.000001], [40, 0, 50, 10]]), labels=np.array([0, 1]))
+    assert sg_recall(gt, [prediction], N, ks=(1,))["R@1"] == 1.0
+
+
+_BOUNDARY_BOXES = ((0, 0, 10, 10), (0, 0, 10, 20.000001), (0, 0, 10, 19.99999), (5, 0, 15, 10), (0, 0, 20, 10))
+
+
+@st.composite
+def recall_cases(draw):
+    """Small images with ties (scores from a few values), empty pair lists, boxes at float32 IoU boundaries, PredCls
+    entries that carry object scores and SGDet entries with their own boxes."""
+    images = []
+    for index in range(draw(st.integers(1, 4))):
+        count = draw(st.integers(2, 4))
+        gt_boxes = [draw(st.sampled_from(_BOUNDARY_BOXES)) for _ in range(count)]
+        gt_labels = [draw(st.integers(0, 1)) for _ in range(count)]
+        ordered = [(s, o) for s in range(count) for o in range(count) if s != o]
+        gt_rels = draw(st.lists(st.sampled_from(ordered).flatmap(
+            lambda pair: st.integers(0, N - 1).map(lambda p, pair=pair: (*pair, p))), min_size=0, max_size=4))
+        sgdet = draw(st.booleans())
+        boxes = [draw(st.sampled_from(_BOUNDARY_BOXES)) for _ in range(count)] if sgdet else None
+        labels = [draw(st.integers(0, 1)) for _ in range(count)] if sgdet else None
+        pairs = draw(st.lists(st.sampled_from(ordered), max_size=len(ordered), unique=True))
+        levels = draw(st.sampled_from([2, 3, 10]))
+        scores = [[draw(st.integers(0, levels)) / levels for _ in range(N + 1)] for _ in pairs]
+        object_scores = [draw(st.sampled_from([0.5, 1.0])) for _ in range(count)] if draw(st.booleans()) else None
+        images.append({"key": str(index), "gt_boxes": gt_boxes, "gt_labels": gt_labels, "gt_rels": gt_rels,
+                       "pairs": pairs, "scores": scores, "boxes": boxes, "labels": labels,
+                       "object_scores": object_scores})
+    return images
+
+
+@settings(max_examples=80, deadline=None)
+@given(recall_cases(), st.sampled_from([(1, 2, 5), (1, 3, 20)]))
+def test_recall_equals_the_openpsg_loop_reference(images, ks):
+    from recall_reference import reference_recall
+
+    gt, predictions, reference_images = {}, [], []
+    for image in images:
+        truth_ = RecallGroundTruth.from_relations(image["key"], image["gt_boxes"], image["gt_labels"],
+                                                  image["gt_rels"])
+        if len(truth_.relations):
+            gt[image["key"]] = truth_
+        predictions.append(RecallPrediction(
+            image["key"], np.array(image["pairs"], dtype=np.int64).reshape(-1, 2),
+            np.array(image["scores"], dtype=np.float64).reshape(-1, N + 1),
+            None if image["boxes"] is None else np.array(image["boxes"], dtype=np.float64),
+            None if image["labels"] is None else np.array(image["labels"]),
+            None if image["object_scores"] is None else np.array(image["object_scores"])))
+        reference_images.append(dict(image, gt_rels=truth_.relations.tolist()))
+    result = sg_recall(gt, predictions, N, annotated=[i["key"] for i in images], ks=ks)
+    expected = reference_recall(reference_images, N, ks=ks)
+    for key, value in expected.items():
+        if value is None:
+            assert np.isnan(result[key]), key
+        else:
+            assert result[key] == value, (key, result[key], value)
