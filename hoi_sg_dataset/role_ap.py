@@ -117,18 +117,20 @@ class RoleApResult:
         return out
 
 
-
-
 def ground_truth_from_images(image_ids, person_boxes, actions, role_boxes) -> VcocoGroundTruth:
     """A ``VcocoGroundTruth`` from one entry per image: its COCO id, its GT person boxes (P x 4), their actions
     (P x 26: 1, 0, or -1 on every action for an unannotated person) and role boxes (P x 25 x 4, all -1 where none).
     """
     boxes = [_stack(b, (None, 4), "references", i, "person_boxes") for i, b in enumerate(person_boxes)]
     counts = [len(b) for b in boxes]
-    labels = [_stack(a, (n, len(ACTIONS)), "references", i, "actions")
-              for i, (a, n) in enumerate(zip(actions, counts, strict=True))]
-    roles = [_stack(r, (n, len(ACTION_ROLES), 4), "references", i, "role_boxes")
-             for i, (r, n) in enumerate(zip(role_boxes, counts, strict=True))]
+    labels = [
+        _stack(a, (n, len(ACTIONS)), "references", i, "actions")
+        for i, (a, n) in enumerate(zip(actions, counts, strict=True))
+    ]
+    roles = [
+        _stack(r, (n, len(ACTION_ROLES), 4), "references", i, "role_boxes")
+        for i, (r, n) in enumerate(zip(role_boxes, counts, strict=True))
+    ]
     return VcocoGroundTruth(
         image_ids=np.asarray(image_ids, dtype=np.int64),
         person_offsets=np.concatenate(([0], np.cumsum(counts))).astype(np.int64),
@@ -144,11 +146,15 @@ def detections_from_images(person_boxes, agent_scores, role_boxes, role_scores) 
     boxes = [_stack(b, (None, 4), "predictions", i, "person_boxes") for i, b in enumerate(person_boxes)]
     counts = [len(b) for b in boxes]
     columns = {}
-    for name, values, shape in (("agent_scores", agent_scores, (len(ACTIONS),)),
-                                ("role_boxes", role_boxes, (len(ACTION_ROLES), 4)),
-                                ("role_scores", role_scores, (len(ACTION_ROLES),))):
-        parts = [_stack(v, (n, *shape), "predictions", i, name)
-                 for i, (v, n) in enumerate(zip(values, counts, strict=True))]
+    for name, values, shape in (
+        ("agent_scores", agent_scores, (len(ACTIONS),)),
+        ("role_boxes", role_boxes, (len(ACTION_ROLES), 4)),
+        ("role_scores", role_scores, (len(ACTION_ROLES),)),
+    ):
+        parts = [
+            _stack(v, (n, *shape), "predictions", i, name)
+            for i, (v, n) in enumerate(zip(values, counts, strict=True))
+        ]
         columns[name] = np.concatenate([np.zeros((0, *shape), np.float32), *parts])
     return VcocoDetections(
         image_index=np.repeat(np.arange(len(counts)), counts).astype(np.int64),
@@ -163,9 +169,16 @@ def _stack(values, shape: tuple, what: str, image: int, field: str) -> np.ndarra
     array = np.zeros((0, *shape[1:]), np.float32) if len(values) == 0 else np.array(values, dtype=np.float32)
     if array.ndim != len(shape) or any(want not in (None, got) for want, got in zip(shape, array.shape)):
         expected = " x ".join("any" if n is None else str(n) for n in shape)
-        raise FormatError(None, f"{field} of image {image} in the {what} has the wrong shape", record=image,
-                          field=field, expected=expected, found=" x ".join(map(str, array.shape)))
+        raise FormatError(
+            None,
+            f"{field} of image {image} in the {what} has the wrong shape",
+            record=image,
+            field=field,
+            expected=expected,
+            found=" x ".join(map(str, array.shape)),
+        )
     return array
+
 
 def _value(v: float) -> float | None:
     return None if math.isnan(v) else float(v)
@@ -185,9 +198,11 @@ def overlaps(gt_boxes: np.ndarray, predicted: np.ndarray) -> np.ndarray:
     iw = np.maximum(ixmax - ixmin + 1.0, 0.0)
     ih = np.maximum(iymax - iymin + 1.0, 0.0)
     inters = iw * ih
-    union = (predicted[..., 2] - predicted[..., 0] + 1.0) * (predicted[..., 3] - predicted[..., 1] + 1.0) + (
-        gt_boxes[..., 2] - gt_boxes[..., 0] + 1.0
-    ) * (gt_boxes[..., 3] - gt_boxes[..., 1] + 1.0) - inters
+    union = (
+        (predicted[..., 2] - predicted[..., 0] + 1.0) * (predicted[..., 3] - predicted[..., 1] + 1.0)
+        + (gt_boxes[..., 2] - gt_boxes[..., 0] + 1.0) * (gt_boxes[..., 3] - gt_boxes[..., 1] + 1.0)
+        - inters
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         return inters / union
 
@@ -262,8 +277,9 @@ def processing_order(image_index: np.ndarray, scores: np.ndarray) -> np.ndarray:
     tied_images = np.unique(image_index[order][1:][same])
     if len(tied_images) == 0:
         return order
-    segments = np.searchsorted(image_index[order], tied_images), np.searchsorted(
-        image_index[order], tied_images, side="right"
+    segments = (
+        np.searchsorted(image_index[order], tied_images),
+        np.searchsorted(image_index[order], tied_images, side="right"),
     )
     for start, stop in zip(*segments):
         in_file_order = np.sort(order[start:stop])

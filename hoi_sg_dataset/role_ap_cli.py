@@ -48,21 +48,39 @@ def register(registry: Registry) -> None:
 
 
 def _configure_evaluate(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--vsrl", type=Path, nargs="+", required=True,
-                        help="VSRL JSON of the split (vcoco_test.json); several for V-COCO-SG")
-    parser.add_argument("--instances", type=Path, required=True,
-                        help="COCO instances JSON (instances_vcoco_all_2014.json)")
-    parser.add_argument("--image-ids", type=Path, required=True,
-                        help="image-id file of the split (vcoco_test.ids; the SG test ids for V-COCO-SG)")
-    parser.add_argument("--detections", type=Path, required=True,
-                        help="detection list JSON (official per-detection structure, null = NaN)")
+    parser.add_argument(
+        "--vsrl",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="VSRL JSON of the split (vcoco_test.json); several for V-COCO-SG",
+    )
+    parser.add_argument(
+        "--instances", type=Path, required=True, help="COCO instances JSON (instances_vcoco_all_2014.json)"
+    )
+    parser.add_argument(
+        "--image-ids",
+        type=Path,
+        required=True,
+        help="image-id file of the split (vcoco_test.ids; the SG test ids for V-COCO-SG)",
+    )
+    parser.add_argument(
+        "--detections",
+        type=Path,
+        required=True,
+        help="detection list JSON (official per-detection structure, null = NaN)",
+    )
     parser.add_argument("--output", type=Path, help="write the result as JSON here")
     parser.add_argument("--per-class", action="store_true", help="also print every action-role and action")
 
 
 def _configure_convert(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--predictions", type=Path, required=True,
-                        help="QPIC-style V-COCO prediction file (the vcoco_map input)")
+    parser.add_argument(
+        "--predictions",
+        type=Path,
+        required=True,
+        help="QPIC-style V-COCO prediction file (the vcoco_map input)",
+    )
     parser.add_argument("--references", type=Path, required=True, help="V-COCO(-SG) GT file in QPIC format")
     parser.add_argument("--out", type=Path, required=True, help="detection list JSON to write")
 
@@ -73,8 +91,10 @@ def vcoco_role_map_table(result: dict, per_class: bool = False) -> str:
 
     text = format_table(["metric", "value", "note"], [[key, result[key], _NOTES[key]] for key in MEAN_KEYS])
     if per_class:
-        rows = [[name, result["role_ap_scenario_1"][name], result["role_ap_scenario_2"][name]]
-                for name in ACTION_ROLE_NAMES]
+        rows = [
+            [name, result["role_ap_scenario_1"][name], result["role_ap_scenario_2"][name]]
+            for name in ACTION_ROLE_NAMES
+        ]
         text += "\n\n" + format_table(["action-role", "AP scenario 1", "AP scenario 2"], rows)
         text += "\n\n" + format_table(["action", "agent AP"], [[a, result["agent_ap"][a]] for a in ACTIONS])
     return text
@@ -95,7 +115,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
 
 def _run_convert(args: argparse.Namespace) -> int:
     from hoi_bench.files import write_json_atomic
-    from hoi_sg_dataset.vcoco_role_files import detections_from_predictions
+    from hoi_sg_dataset.vcoco_role_convert import detections_from_predictions
 
     detections = detections_from_predictions(args.references, args.predictions)
     write_json_atomic(args.out, detections)

@@ -1,4 +1,4 @@
-"""Read the files of V-COCO's official evaluation into ``role_ap`` arrays, and write its detection list.
+"""Read the files of V-COCO's official evaluation (vsrl_eval.py) into ``role_ap`` arrays.
 
 The official ``vsrl_eval.py`` reads three GT files and a detection list:
 
@@ -27,7 +27,6 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -87,15 +86,23 @@ def read_vsrl(paths: Sequence[str | os.PathLike]) -> VsrlPersons:
             if earlier is None:
                 merged[ann_id] = (labels[k], roles[k], source)
                 continue
-            differ = [(ACTIONS[a], "label", earlier[0][a], labels[k][a])
-                      for a in np.flatnonzero(earlier[0] != labels[k])]
-            differ += [(ACTION_ROLE_NAMES[r], "role object", earlier[1][r], roles[k][r])
-                       for r in np.flatnonzero(earlier[1] != roles[k])]
+            differ = [
+                (ACTIONS[a], "label", earlier[0][a], labels[k][a])
+                for a in np.flatnonzero(earlier[0] != labels[k])
+            ]
+            differ += [
+                (ACTION_ROLE_NAMES[r], "role object", earlier[1][r], roles[k][r])
+                for r in np.flatnonzero(earlier[1] != roles[k])
+            ]
             if differ:
                 name, what, before, now = differ[0]
                 raise FormatError(
-                    source, "rows disagree with another VSRL file", record=f"ann_id {ann_id}", field=name,
-                    expected=f"{what} {int(before)} as in {earlier[2]}", found=int(now),
+                    source,
+                    "rows disagree with another VSRL file",
+                    record=f"ann_id {ann_id}",
+                    field=name,
+                    expected=f"{what} {int(before)} as in {earlier[2]}",
+                    found=int(now),
                 )
     ids = np.array(sorted(merged), dtype=np.int64)
     return VsrlPersons(
@@ -111,34 +118,65 @@ def _parse_vsrl(data: Any, source: str) -> tuple[np.ndarray, np.ndarray, np.ndar
     """One VSRL file as (ann ids, sorted unique image ids, labels N x 26, role object ids N x 25)."""
     if type(data) is not list or len(data) != len(ACTIONS):
         found = f"{len(data)} entries" if type(data) is list else type(data).__name__
-        raise FormatError(source, "a VSRL file is a JSON list of the 26 V-COCO actions",
-                          expected=f"a list of {len(ACTIONS)} action objects", found=found)
+        raise FormatError(
+            source,
+            "a VSRL file is a JSON list of the 26 V-COCO actions",
+            expected=f"a list of {len(ACTIONS)} action objects",
+            found=found,
+        )
     rows = None
     labels = roles = None
     for a, (action, entry) in enumerate(zip(ACTIONS, data, strict=True)):
         if type(entry) is not dict:
-            raise FormatError(source, "an action entry is a JSON object", record=a, expected="object",
-                              found=type(entry).__name__)
+            raise FormatError(
+                source,
+                "an action entry is a JSON object",
+                record=a,
+                expected="object",
+                found=type(entry).__name__,
+            )
         expected_roles = ["agent", *ROLES[action]]
         if entry.get("action_name") != action or entry.get("role_name") != expected_roles:
-            raise FormatError(source, "unknown action-role names", record=a, field="action_name / role_name",
-                              expected=f"{action!r} with roles {expected_roles}",
-                              found=f"{entry.get('action_name')!r} with roles {entry.get('role_name')}")
+            raise FormatError(
+                source,
+                "unknown action-role names",
+                record=a,
+                field="action_name / role_name",
+                expected=f"{action!r} with roles {expected_roles}",
+                found=f"{entry.get('action_name')!r} with roles {entry.get('role_name')}",
+            )
         columns = {}
         for key in ("image_id", "ann_id", "label", "role_object_id"):
             value = entry.get(key)
             if type(value) is not list or not all(map(_integer, value)):
-                raise FormatError(source, f"{key} of {action} is not a list of integers", record=a, field=key,
-                                  expected="list of int", found=value if type(value) is not list else "other items")
+                raise FormatError(
+                    source,
+                    f"{key} of {action} is not a list of integers",
+                    record=a,
+                    field=key,
+                    expected="list of int",
+                    found=value if type(value) is not list else "other items",
+                )
             columns[key] = np.array(value, dtype=np.int64)
         n = len(columns["ann_id"])
         if len(columns["image_id"]) != n or len(columns["label"]) != n:
-            raise FormatError(source, f"row lists of {action} differ in length", record=a, field="image_id / label",
-                              expected=f"{n} rows like ann_id", found=(len(columns["image_id"]), len(columns["label"])))
+            raise FormatError(
+                source,
+                f"row lists of {action} differ in length",
+                record=a,
+                field="image_id / label",
+                expected=f"{n} rows like ann_id",
+                found=(len(columns["image_id"]), len(columns["label"])),
+            )
         if len(columns["role_object_id"]) != n * len(expected_roles):
-            raise FormatError(source, f"role_object_id of {action} has the wrong length", record=a,
-                              field="role_object_id", expected=f"{len(expected_roles)} x {n} ids (role-major)",
-                              found=len(columns["role_object_id"]))
+            raise FormatError(
+                source,
+                f"role_object_id of {action} has the wrong length",
+                record=a,
+                field="role_object_id",
+                expected=f"{len(expected_roles)} x {n} ids (role-major)",
+                found=len(columns["role_object_id"]),
+            )
         if rows is None:
             rows = columns["image_id"], columns["ann_id"]
             labels = np.zeros((n, len(ACTIONS)), dtype=np.int8)
@@ -148,21 +186,38 @@ def _parse_vsrl(data: Any, source: str) -> tuple[np.ndarray, np.ndarray, np.ndar
         label = columns["label"]
         bad = np.flatnonzero((label != 0) & (label != 1))
         if len(bad):
-            raise FormatError(source, f"label of {action} is not 0 or 1", record=a, field=f"label[{bad[0]}]",
-                              expected="0 or 1", found=int(label[bad[0]]))
+            raise FormatError(
+                source,
+                f"label of {action} is not 0 or 1",
+                record=a,
+                field=f"label[{bad[0]}]",
+                expected="0 or 1",
+                found=int(label[bad[0]]),
+            )
         positive = np.flatnonzero(label == 1)
         ann_ids = columns["ann_id"]
         _, counts = np.unique(ann_ids[positive], return_counts=True)
         if (counts > 1).any():
             twice = int(np.unique(ann_ids[positive])[counts > 1][0])
-            raise FormatError(source, f"a person is labelled {action} twice", record=a, field="label",
-                              expected="one positive row per person", found=f"ann_id {twice} twice")
+            raise FormatError(
+                source,
+                f"a person is labelled {action} twice",
+                record=a,
+                field="label",
+                expected="one positive row per person",
+                found=f"ann_id {twice} twice",
+            )
         role_ids = columns["role_object_id"].reshape(len(expected_roles), n).T
         wrong = positive[role_ids[positive, 0] != ann_ids[positive]]
         if len(wrong):
-            raise FormatError(source, f"agent of {action} is not the row's person", record=a,
-                              field=f"role_object_id[{wrong[0]}]", expected=f"ann_id {int(ann_ids[wrong[0]])}",
-                              found=int(role_ids[wrong[0], 0]))
+            raise FormatError(
+                source,
+                f"agent of {action} is not the row's person",
+                record=a,
+                field=f"role_object_id[{wrong[0]}]",
+                expected=f"ann_id {int(ann_ids[wrong[0]])}",
+                found=int(role_ids[wrong[0], 0]),
+            )
         labels[positive, a] = 1
         for r in range(len(expected_roles) - 1):
             roles[positive, ACTION_ROLES.index((a, r))] = role_ids[positive, r + 1]
@@ -181,12 +236,19 @@ def _check_same_rows(rows: tuple[np.ndarray, np.ndarray], columns: dict, source:
     for key, first in zip(("image_id", "ann_id"), rows, strict=True):
         column = columns[key]
         if len(column) != len(first) or not np.array_equal(column, first):
-            at = int(np.flatnonzero(column[: len(first)] != first[: len(column)])[0]) if len(column) == len(
-                first) else min(len(column), len(first))
-            raise FormatError(source, f"rows of {ACTIONS[action]} disagree with those of {ACTIONS[0]}",
-                              record=action, field=f"{key}[{at}]",
-                              expected=f"the {len(first)} rows of {ACTIONS[0]} in the same order",
-                              found=f"{len(column)} rows" if len(column) != len(first) else int(column[at]))
+            at = (
+                int(np.flatnonzero(column[: len(first)] != first[: len(column)])[0])
+                if len(column) == len(first)
+                else min(len(column), len(first))
+            )
+            raise FormatError(
+                source,
+                f"rows of {ACTIONS[action]} disagree with those of {ACTIONS[0]}",
+                record=action,
+                field=f"{key}[{at}]",
+                expected=f"the {len(first)} rows of {ACTIONS[0]} in the same order",
+                found=f"{len(column)} rows" if len(column) != len(first) else int(column[at]),
+            )
 
 
 def read_image_ids(path: str | os.PathLike) -> np.ndarray:
@@ -195,15 +257,27 @@ def read_image_ids(path: str | os.PathLike) -> np.ndarray:
     try:
         text = read_bytes(path, "image-id file").decode("ascii")
     except UnicodeDecodeError as error:
-        raise FormatError(source, "unreadable image-id file", expected="ASCII digits", found=str(error)) from error
+        raise FormatError(
+            source, "unreadable image-id file", expected="ASCII digits", found=str(error)
+        ) from error
     ids = []
     for line, token in ((n, t) for n, row in enumerate(text.splitlines(), 1) for t in row.split()):
         if not re.fullmatch(r"\d+", token):
-            raise FormatError(source, "not an image id", record=f"line {line}",
-                              expected="one integer COCO image id a line", found=token)
+            raise FormatError(
+                source,
+                "not an image id",
+                record=f"line {line}",
+                expected="one integer COCO image id a line",
+                found=token,
+            )
         if ids and int(token) <= ids[-1]:
-            raise FormatError(source, "image ids out of order", record=f"line {line}",
-                              expected=f"ids sorted ascending without repeats (after {ids[-1]})", found=int(token))
+            raise FormatError(
+                source,
+                "image ids out of order",
+                record=f"line {line}",
+                expected=f"ids sorted ascending without repeats (after {ids[-1]})",
+                found=int(token),
+            )
         ids.append(int(token))
     if not ids:
         raise FormatError(source, "empty image-id file", expected="one COCO image id a line", found="no ids")
@@ -216,16 +290,25 @@ def check_split(vsrl: VsrlPersons, image_ids: np.ndarray, ids_source: str) -> No
     missing = image_ids[~np.isin(image_ids, known)]
     if len(missing):
         line = int(np.flatnonzero(image_ids == missing[0])[0]) + 1
-        raise FormatError(ids_source, "image id in no VSRL file", record=f"line {line}",
-                          expected=f"ids of images annotated in {', '.join(vsrl.file_image_ids)}",
-                          found=int(missing[0]))
+        raise FormatError(
+            ids_source,
+            "image id in no VSRL file",
+            record=f"line {line}",
+            expected=f"ids of images annotated in {', '.join(vsrl.file_image_ids)}",
+            found=int(missing[0]),
+        )
     if len(vsrl.file_image_ids) == 1:
-        (source, file_ids), = vsrl.file_image_ids.items()
+        ((source, file_ids),) = vsrl.file_image_ids.items()
         extra = file_ids[~np.isin(file_ids, image_ids)]
         if len(extra):
-            raise FormatError(source, "image not in the id file", field="image_id",
-                              expected=f"only the images listed in {ids_source} (one VSRL file must match the "
-                              "split exactly; give several VSRL files to select images)", found=int(extra[0]))
+            raise FormatError(
+                source,
+                "image not in the id file",
+                field="image_id",
+                expected=f"only the images listed in {ids_source} (one VSRL file must match the "
+                "split exactly; give several VSRL files to select images)",
+                found=int(extra[0]),
+            )
 
 
 @dataclass(frozen=True)
@@ -244,44 +327,79 @@ def read_instances(path: str | os.PathLike, image_ids: np.ndarray) -> CocoImages
     source = str(path)
     data = read_json(path, what="COCO instances file")
     if type(data) is not dict:
-        raise FormatError(source, "a COCO instances file is a JSON object", expected="object",
-                          found=type(data).__name__)
+        raise FormatError(
+            source, "a COCO instances file is a JSON object", expected="object", found=type(data).__name__
+        )
     for key in ("images", "annotations", "categories"):
         if type(data.get(key)) is not list:
             raise FormatError(source, f"no {key} list", field=key, expected="list", found=data.get(key))
     categories = data["categories"]
     if not categories or type(categories[0]) is not dict or not _integer(categories[0].get("id")):
-        raise FormatError(source, "no first category", field="categories[0].id",
-                          expected="the person category first", found=categories[:1])
+        raise FormatError(
+            source,
+            "no first category",
+            field="categories[0].id",
+            expected="the person category first",
+            found=categories[:1],
+        )
     category_ids = {c.get("id") for c in categories if type(c) is dict}
     position = {int(i): k for k, i in enumerate(image_ids.tolist())}
     sizes: dict[int, tuple[float, float]] = {}
     for k, image in enumerate(data["images"]):
         if type(image) is not dict or not _integer(image.get("id")):
-            raise FormatError(source, "an image without integer id", record=k, field="images.id",
-                              expected="int", found=image)
+            raise FormatError(
+                source,
+                "an image without integer id",
+                record=k,
+                field="images.id",
+                expected="int",
+                found=image,
+            )
         if image["id"] in position:
             width, height = image.get("width"), image.get("height")
             if not (_number(width) and _number(height)):
-                raise FormatError(source, "image size is not a number", record=k, field="images.width / height",
-                                  expected="numbers", found=(width, height))
+                raise FormatError(
+                    source,
+                    "image size is not a number",
+                    record=k,
+                    field="images.width / height",
+                    expected="numbers",
+                    found=(width, height),
+                )
             sizes[image["id"]] = (float(width), float(height))
     absent = [i for i in position if i not in sizes]
     if absent:
-        raise FormatError(source, "image of the split not in the instances file", field="images",
-                          expected="every id of the image-id file", found=absent[0])
+        raise FormatError(
+            source,
+            "image of the split not in the instances file",
+            field="images",
+            expected="every id of the image-id file",
+            found=absent[0],
+        )
     rows: list[list[tuple[int, int, list]]] = [[] for _ in position]
     for k, ann in enumerate(data["annotations"]):
         if type(ann) is not dict or not _integer(ann.get("id")) or not _integer(ann.get("image_id")):
-            raise FormatError(source, "an annotation without integer id and image_id", record=k,
-                              field="annotations", expected="id and image_id integers", found=ann)
+            raise FormatError(
+                source,
+                "an annotation without integer id and image_id",
+                record=k,
+                field="annotations",
+                expected="id and image_id integers",
+                found=ann,
+            )
         image = position.get(ann["image_id"])
         if image is None or ann.get("ignore") == 1:
             continue
         bbox, area, category = ann.get("bbox"), ann.get("area"), ann.get("category_id")
         if type(bbox) is not list or len(bbox) != 4 or not all(map(_number, bbox)) or not _number(area):
-            raise FormatError(source, "malformed box or area", record=k, field="annotations.bbox / area",
-                              expected="bbox [x, y, w, h] and area as numbers", found=(bbox, area))
+            raise FormatError(
+                source,
+                "malformed box or area",
+                record=k,
+                field="annotations.bbox / area",
+                expected="bbox [x, y, w, h] and area as numbers",
+                found=(bbox, area),
+            )
         rows[image].append((ann["id"], category, [*bbox, area], k))
     return _clean_boxes(rows, sizes, image_ids, categories[0]["id"], category_ids, source)
 
@@ -299,9 +417,14 @@ def _clean_boxes(rows, sizes, image_ids, person_category, category_ids, source) 
         kept = np.flatnonzero((values[:, 4] > 0) & (x2 > x1) & (y2 > y1))
         for k in kept:
             if image_rows[k][1] not in category_ids:
-                raise FormatError(source, "annotation of an unknown category", record=image_rows[k][3],
-                                  field="annotations.category_id", expected="an id of the categories list",
-                                  found=image_rows[k][1])
+                raise FormatError(
+                    source,
+                    "annotation of an unknown category",
+                    record=image_rows[k][3],
+                    field="annotations.category_id",
+                    expected="an id of the categories list",
+                    found=image_rows[k][1],
+                )
         ann_ids.append(np.array([image_rows[k][0] for k in kept], dtype=np.int64))
         categories.append(np.array([image_rows[k][1] for k in kept], dtype=np.int64))
         boxes.append(np.stack([x1, y1, x2, y2], axis=1)[kept].astype(np.float32))
@@ -313,8 +436,9 @@ def ground_truth(vsrl: VsrlPersons, coco: CocoImages, image_ids: np.ndarray) -> 
     a person no VSRL row names is ignored (actions all -1), crowd regions included."""
     row_of = {int(a): k for k, a in enumerate(vsrl.ann_ids.tolist())}
     person_boxes, actions, role_boxes, counts = [], [], [], []
-    for image, ann_ids, categories, boxes in zip(image_ids.tolist(), coco.ann_ids, coco.categories, coco.boxes,
-                                                 strict=True):
+    for image, ann_ids, categories, boxes in zip(
+        image_ids.tolist(), coco.ann_ids, coco.categories, coco.boxes, strict=True
+    ):
         persons = np.flatnonzero(categories == coco.person_category)
         counts.append(len(persons))
         person_boxes.append(boxes[persons])
@@ -331,10 +455,14 @@ def ground_truth(vsrl: VsrlPersons, coco: CocoImages, image_ids: np.ndarray) -> 
                     continue
                 found = np.flatnonzero(ann_ids == target)
                 if len(found) == 0:
-                    raise FormatError(vsrl.sources[row], "role object is not a kept annotation of the image",
-                                      record=f"ann_id {int(ann_ids[k])}", field=ACTION_ROLE_NAMES[r],
-                                      expected=f"an annotation of image {image} with a valid box",
-                                      found=target)
+                    raise FormatError(
+                        vsrl.sources[row],
+                        "role object is not a kept annotation of the image",
+                        record=f"ann_id {int(ann_ids[k])}",
+                        field=ACTION_ROLE_NAMES[r],
+                        expected=f"an annotation of image {image} with a valid box",
+                        found=target,
+                    )
                 image_roles[p, r] = boxes[found[0]]
         actions.append(image_actions)
         role_boxes.append(image_roles)
@@ -368,8 +496,9 @@ def read_detections(path: str | os.PathLike, image_ids: np.ndarray) -> VcocoDete
     try:
         entries = msgspec.json.decode(data, type=list[msgspec.Raw])
     except msgspec.ValidationError as error:
-        raise FormatError(source, "a detection file is a JSON list", expected="list of detection objects",
-                          found=str(error)) from error
+        raise FormatError(
+            source, "a detection file is a JSON list", expected="list of detection objects", found=str(error)
+        ) from error
     except msgspec.DecodeError as error:
         raise FormatError(source, "malformed JSON", expected="valid JSON", found=str(error)) from error
     position = {int(i): k for k, i in enumerate(image_ids.tolist())}
@@ -404,16 +533,28 @@ def _decode(decode, raw, source: str, record: int, msgspec):
         text = str(error)
         missing = re.match(r"Object missing required field `(.+)`", text)
         if missing:
-            raise FormatError(source, "detection lacks a key", record=record, field=missing.group(1),
-                              expected="image_id, person_box, the 26 <action>_agent scores and the 25 "
-                              "<action>_<role> [x1, y1, x2, y2, score] lists", found="no such key") from error
+            raise FormatError(
+                source,
+                "detection lacks a key",
+                record=record,
+                field=missing.group(1),
+                expected="image_id, person_box, the 26 <action>_agent scores and the 25 "
+                "<action>_<role> [x1, y1, x2, y2, score] lists",
+                found="no such key",
+            ) from error
         where = re.search(r"at `\$\.?(.*)`", text)
-        raise FormatError(source, "malformed detection", record=record, field=where.group(1) if where else None,
-                          expected="numbers or null in the official detection structure",
-                          found=text.split(" - at ")[0]) from error
+        raise FormatError(
+            source,
+            "malformed detection",
+            record=record,
+            field=where.group(1) if where else None,
+            expected="numbers or null in the official detection structure",
+            found=text.split(" - at ")[0],
+        ) from error
     except msgspec.DecodeError as error:
-        raise FormatError(source, "malformed detection", record=record, expected="a JSON object",
-                          found=str(error)) from error
+        raise FormatError(
+            source, "malformed detection", record=record, expected="a JSON object", found=str(error)
+        ) from error
 
 
 def _arrays(batch: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -442,74 +583,3 @@ def vcoco_role_map_files(
         return vcoco_role_ap(gt, dets).to_json()
     except PredictionError as error:
         raise PredictionError(f"{detections}: {error}") from error
-
-
-_NO_ROLE_VERBS = frozenset(action for action in ACTIONS if not ROLES[action])
-_TWO_ROLE_ACTIONS = frozenset(action for action in ACTIONS if len(ROLES[action]) == 2)
-_COCO_ID = re.compile(r"COCO_[a-z]+\d{4}_(\d+)\.jpg")
-
-
-def detections_from_predictions(
-    references: str | os.PathLike, predictions: str | os.PathLike
-) -> list[dict]:
-    """QPIC / CDN ``generate_vcoco_official.py`` on a prediction file: one detection per (subject, object)
-    pair of an image's ``hoi_prediction`` (the file's query), in file order, without any top-k cut.
-
-    Each verb's score goes to its ``<action>_<role>`` with the object's box (four ``None`` when ``object_id``
-    is -1, QPIC's "missing" object), or to ``<verb>_agent`` for stand, walk, run and smile; the agent score of
-    the other actions is the role score, for hit, cut and eat QPIC's running maximum of the two (from 0). A verb
-    the file does not give for a pair is ``None`` (not ranked); so are hit/cut/eat agents without role scores.
-    The image id is the number in the COCO file name; file names must be images of ``references``.
-    """
-    from hoi_sg_dataset.formats import read_annotations
-    from hoi_sg_dataset.predictions import prediction_set, read_predictions
-    from hoi_sg_dataset.vocabulary import vcoco_verbs
-
-    source = str(predictions)
-    records = read_annotations(references, "vcoco")
-    entries = read_predictions(predictions, "vcoco")
-    prediction_set(records, entries, source=source)
-    verbs = vcoco_verbs()
-    out = []
-    for k, entry in enumerate(entries):
-        match = _COCO_ID.fullmatch(entry.file_name)
-        if match is None:
-            raise FormatError(source, "no COCO image id in the file name", record=k, field="file_name",
-                              expected="COCO_<split>_<id>.jpg", found=entry.file_name)
-        pairs: dict[tuple[int, int], dict[str, float]] = {}
-        for j, (subject, obj, verb) in enumerate(entry.hois.tolist()):
-            scores = pairs.setdefault((subject, obj), {})
-            name = verbs.name_of(verb)
-            if name in scores:
-                raise FormatError(source, "two scores for one verb of one (subject, object) pair", record=k,
-                                  field=f"hoi_prediction[{j}]", expected="each verb once per pair",
-                                  found=f"{name} again")
-            scores[name] = float(entry.scores[j])
-        for (subject, obj), scores in pairs.items():
-            object_box = [None] * 4 if obj < 0 else [float(v) for v in entry.boxes[obj]]
-            out.append(_detection(int(match.group(1)), [float(v) for v in entry.boxes[subject]], object_box,
-                                  scores))
-    return out
-
-
-def _detection(image_id: int, person_box: list, object_box: list, scores: dict[str, float]) -> dict:
-    detection: dict = {"image_id": image_id, "person_box": person_box}
-    agents: dict[str, float | None] = {}
-    for action in ACTIONS:
-        if action in _NO_ROLE_VERBS:
-            agents[action] = scores.get(action)
-            continue
-        given = [scores[f"{action}_{role}"] for role in ROLES[action] if f"{action}_{role}" in scores]
-        if action in _TWO_ROLE_ACTIONS:
-            best = 0.0  # QPIC's running maximum starts from 0
-            for score in given:
-                best = score if score > best else best
-            agents[action] = best if given else None
-        else:
-            agents[action] = given[0] if given else None
-    for action in ACTIONS:
-        detection[f"{action}_agent"] = agents[action]
-    for name in ACTION_ROLE_NAMES:
-        detection[name] = [*object_box, scores[name]] if name in scores else [None] * 5
-    return detection
-

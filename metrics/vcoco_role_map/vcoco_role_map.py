@@ -79,7 +79,9 @@ class VcocoRoleMap(evaluate.Metric):
                     {
                         "predictions": {
                             "person_boxes": datasets.List(_BOX),
-                            "agent_scores": datasets.List(datasets.List(datasets.Value("float32"), length=26)),
+                            "agent_scores": datasets.List(
+                                datasets.List(datasets.Value("float32"), length=26)
+                            ),
                             "role_boxes": datasets.List(datasets.List(_BOX, length=25)),
                             "role_scores": datasets.List(datasets.List(datasets.Value("float32"), length=25)),
                         },
@@ -102,19 +104,26 @@ class VcocoRoleMap(evaluate.Metric):
         if ground_truth is not None or detections is not None:
             gt, dets = _check_fast_route(predictions, references, ground_truth, detections)
         else:
-            gt = ground_truth_from_images(*(
-                [r[key] for r in references] for key in ("image_id", "person_boxes", "actions", "role_boxes")
-            ))
-            dets = detections_from_images(*(
-                [p[key] for p in predictions]
-                for key in ("person_boxes", "agent_scores", "role_boxes", "role_scores")
-            ))
+            gt = ground_truth_from_images(
+                *(
+                    [r[key] for r in references]
+                    for key in ("image_id", "person_boxes", "actions", "role_boxes")
+                )
+            )
+            dets = detections_from_images(
+                *(
+                    [p[key] for p in predictions]
+                    for key in ("person_boxes", "agent_scores", "role_boxes", "role_scores")
+                )
+            )
         return vcoco_role_ap(gt, dets).to_json()
 
 
 def _check_fast_route(predictions, references, ground_truth, detections):
     if not isinstance(ground_truth, VcocoGroundTruth) or not isinstance(detections, VcocoDetections):
-        raise ValueError("give both ground_truth (VcocoGroundTruth) and detections (VcocoDetections), or neither")
+        raise TypeError(
+            "give both ground_truth (VcocoGroundTruth) and detections (VcocoDetections), or neither"
+        )
     expected = list(range(len(ground_truth.image_ids)))
     if list(predictions) != expected or list(references) != expected:
         raise ValueError(

@@ -53,14 +53,23 @@ def vsrl_json(persons: list[dict]) -> list[dict]:
 
 def annotation(ann_id: int, image_id: int, bbox: list[float], category: int = PERSON, **extra) -> dict:
     """A COCO annotation with ``area`` = w * h (``extra``: iscrowd, ignore, area...)."""
-    return {"id": ann_id, "image_id": image_id, "category_id": category, "bbox": bbox,
-            "area": bbox[2] * bbox[3], "iscrowd": 0, **extra}
+    return {
+        "id": ann_id,
+        "image_id": image_id,
+        "category_id": category,
+        "bbox": bbox,
+        "area": bbox[2] * bbox[3],
+        "iscrowd": 0,
+        **extra,
+    }
 
 
 def instances_json(annotations: list[dict], sizes: dict[int, tuple[int, int]]) -> dict:
     """A COCO instances file of images ``sizes`` ({id: (width, height)}) and ``annotations``."""
-    images = [{"id": i, "width": w, "height": h, "file_name": f"COCO_val2014_{i:012d}.jpg"}
-              for i, (w, h) in sizes.items()]
+    images = [
+        {"id": i, "width": w, "height": h, "file_name": f"COCO_val2014_{i:012d}.jpg"}
+        for i, (w, h) in sizes.items()
+    ]
     return {"images": images, "annotations": annotations, "categories": CATEGORIES}
 
 
@@ -73,8 +82,14 @@ def detection(image_id: int, person_box: list, agents: dict | None = None, roles
     return out
 
 
-def write_inputs(folder: Path, persons: list[dict], annotations: list[dict], sizes: dict, detections: list[dict],
-                 ids: list[int] | None = None) -> dict[str, Path]:
+def write_inputs(
+    folder: Path,
+    persons: list[dict],
+    annotations: list[dict],
+    sizes: dict,
+    detections: list[dict],
+    ids: list[int] | None = None,
+) -> dict[str, Path]:
     """The four input files in ``folder``; ``ids`` defaults to the images of ``sizes``."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {name: folder / name for name in ("vsrl.json", "instances.json", "ids.txt", "detections.json")}
@@ -93,8 +108,11 @@ def _get_overlap(boxes: np.ndarray, ref_box: np.ndarray) -> np.ndarray:
     iw = np.maximum(ixmax - ixmin + 1.0, 0.0)
     ih = np.maximum(iymax - iymin + 1.0, 0.0)
     inters = iw * ih
-    uni = (ref_box[2] - ref_box[0] + 1.0) * (ref_box[3] - ref_box[1] + 1.0) + (boxes[:, 2] - boxes[:, 0] + 1.0) * (
-        boxes[:, 3] - boxes[:, 1] + 1.0) - inters
+    uni = (
+        (ref_box[2] - ref_box[0] + 1.0) * (ref_box[3] - ref_box[1] + 1.0)
+        + (boxes[:, 2] - boxes[:, 0] + 1.0) * (boxes[:, 3] - boxes[:, 1] + 1.0)
+        - inters
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         return inters / uni
 
@@ -108,8 +126,14 @@ def _voc_ap(rec: np.ndarray, prec: np.ndarray) -> float:
     return float(np.sum((mrec[i + 1] - mrec[i]) * mpre[i + 1]))
 
 
-def _class_ap(gt: VcocoGroundTruth, det: VcocoDetections, scores_all: np.ndarray, action: int,
-              role: int | None, scenario: int) -> float:
+def _class_ap(
+    gt: VcocoGroundTruth,
+    det: VcocoDetections,
+    scores_all: np.ndarray,
+    action: int,
+    role: int | None,
+    scenario: int,
+) -> float:
     tp, fp, sc = [], [], []
     npos = 0
     for i in range(len(gt.image_ids)):
@@ -119,7 +143,7 @@ def _class_ap(gt: VcocoGroundTruth, det: VcocoDetections, scores_all: np.ndarray
         npos += int(np.sum(actions[:, action] == 1))
         mine = np.flatnonzero(det.image_index == i)
         scores = scores_all[mine]
-        valid = np.where(np.isnan(scores) == False)[0]  # noqa: E712 (upstream's spelling)
+        valid = np.where(np.isnan(scores) == False)[0]  # upstream's spelling
         scores, mine = scores[valid], mine[valid]
         covered = np.zeros(len(boxes), dtype=bool)
         for j in scores.argsort()[::-1]:
@@ -186,7 +210,9 @@ def random_case(rng: np.random.Generator, per_person: int = 4) -> tuple[VcocoGro
     rng.shuffle(image_index)
     offsets = np.concatenate(([0], np.cumsum(counts)))
     source = offsets[image_index] + rng.integers(0, 3, size=d) % counts[image_index]
-    det_person = np.where((rng.random(d) < 0.8)[:, None], person_boxes[source], grid[rng.integers(0, 5, size=d)])
+    det_person = np.where(
+        (rng.random(d) < 0.8)[:, None], person_boxes[source], grid[rng.integers(0, 5, size=d)]
+    )
     values = np.array([0.0, 0.25, 0.5, 0.5, 0.75, 0.9, np.nan], dtype=np.float32)
     agent_scores = values[rng.integers(0, len(values), size=(d, len(ACTIONS)))]
     role_scores = values[rng.integers(0, len(values), size=(d, len(ACTION_ROLES)))]
@@ -194,11 +220,23 @@ def random_case(rng: np.random.Generator, per_person: int = 4) -> tuple[VcocoGro
     truth = np.where(role_boxes[source] == -1, grid[0], role_boxes[source])
     det_roles = np.select(
         [kinds[..., None] == 0, kinds[..., None] == 1, kinds[..., None] == 2, kinds[..., None] == 3],
-        [truth, np.zeros_like(truth), np.full_like(truth, np.nan), np.array([np.nan, 0, np.nan, 0], np.float32)],
+        [
+            truth,
+            np.zeros_like(truth),
+            np.full_like(truth, np.nan),
+            np.array([np.nan, 0, np.nan, 0], np.float32),
+        ],
         grid[rng.integers(0, len(grid), size=(d, len(ACTION_ROLES)))],
     ).astype(np.float32)
-    gt = VcocoGroundTruth(np.arange(100, 100 + n_images), offsets.astype(np.int64), person_boxes, actions,
-                          role_boxes)
-    det = VcocoDetections(image_index.astype(np.int64), np.arange(d), det_person.astype(np.float32),
-                          agent_scores, det_roles, role_scores)
+    gt = VcocoGroundTruth(
+        np.arange(100, 100 + n_images), offsets.astype(np.int64), person_boxes, actions, role_boxes
+    )
+    det = VcocoDetections(
+        image_index.astype(np.int64),
+        np.arange(d),
+        det_person.astype(np.float32),
+        agent_scores,
+        det_roles,
+        role_scores,
+    )
     return gt, det

@@ -35,8 +35,9 @@ SIZES = {1: (100, 100)}
 
 def evaluate(tmp_path, persons, detections, annotations=SCENE, sizes=SIZES, ids=None) -> dict:
     paths = write_inputs(tmp_path, persons, annotations, sizes, detections, ids)
-    return vcoco_role_map_files([paths["vsrl.json"]], paths["instances.json"], paths["ids.txt"],
-                                paths["detections.json"])
+    return vcoco_role_map_files(
+        [paths["vsrl.json"]], paths["instances.json"], paths["ids.txt"], paths["detections.json"]
+    )
 
 
 def hold_look(ann_id: int) -> dict:
@@ -50,7 +51,9 @@ def test_scenario_1_and_2_differ_only_where_the_gt_person_has_no_role_object(tmp
     # scenario 2: the box is ignored, d0 TP, d1 a duplicate FP -> rec [1, 1], prec [1, 1/2] -> AP 1.0
     # hold_obj: d0 hits ball 21 exactly -> AP 1.0 in both scenarios; look agent: d0 TP, d1 FP -> AP 1.0
     detections = [
-        detection(1, P11, {"hold": 0.9, "look": 0.8}, {"hold_obj": [*BALL_BOX, 0.9], "look_obj": [*BALL_BOX, 0.8]}),
+        detection(
+            1, P11, {"hold": 0.9, "look": 0.8}, {"hold_obj": [*BALL_BOX, 0.9], "look_obj": [*BALL_BOX, 0.8]}
+        ),
         detection(1, P11, {"look": 0.7}, {"look_obj": [None] * 4 + [0.7]}),
     ]
     result = evaluate(tmp_path, [hold_look(11)], detections)
@@ -107,16 +110,22 @@ def test_an_ignore_flag_removes_the_annotation_itself(tmp_path):
     # Kept, 13 would come first among the equal IoUs, be an unannotated (ignored) person, and G0 would be
     # skipped: no counted detection, hold_obj undefined.
     scene = [annotation(13, 1, [0, 0, 10, 10], ignore=1), *SCENE]
-    result = evaluate(tmp_path, [hold_look(11)], [detection(1, P11, roles={"hold_obj": [*BALL_BOX, 0.5]})],
-                      annotations=scene)
+    result = evaluate(
+        tmp_path,
+        [hold_look(11)],
+        [detection(1, P11, roles={"hold_obj": [*BALL_BOX, 0.5]})],
+        annotations=scene,
+    )
     assert result["role_ap_scenario_1"]["hold_obj"] == 1.0
 
 
 def test_duplicates_after_a_true_positive_are_false_positives(tmp_path):
     # persons 11 and 12 hold ball 21. G0 (0.9) on 11 TP, G1 (0.8) on 11 again -> FP (11 covered), G2 (0.7) on
     # 12 TP. rec [.5, .5, 1], prec [1, .5, 2/3] -> AP .5 * 1 + .5 * 2/3 = 0.8333...
-    detections = [detection(1, box, roles={"hold_obj": [*BALL_BOX, s]}) for box, s in
-                  ((P11, 0.9), (P11, 0.8), (P12, 0.7))]
+    detections = [
+        detection(1, box, roles={"hold_obj": [*BALL_BOX, s]})
+        for box, s in ((P11, 0.9), (P11, 0.8), (P12, 0.7))
+    ]
     result = evaluate(tmp_path, [hold_look(11), hold_look(12)], detections)
     assert result["role_ap_scenario_1"]["hold_obj"] == pytest.approx(0.5 + 0.5 * 2 / 3, abs=1e-6)
 
@@ -126,8 +135,10 @@ def test_a_wrong_role_false_positive_does_not_cover_the_person(tmp_path):
     # -> FP; G2 (0.7) on 12 -> TP. rec [0, .5, .5, 1], prec [0, .5, 1/3, .5]; envelope .5 everywhere ->
     # AP .5 * .5 + .5 * .5 = 0.5
     detections = [detection(1, P11, roles={"hold_obj": [60, 60, 69, 69, 0.95]})]
-    detections += [detection(1, box, roles={"hold_obj": [*BALL_BOX, s]}) for box, s in
-                   ((P11, 0.9), (P11, 0.8), (P12, 0.7))]
+    detections += [
+        detection(1, box, roles={"hold_obj": [*BALL_BOX, s]})
+        for box, s in ((P11, 0.9), (P11, 0.8), (P12, 0.7))
+    ]
     result = evaluate(tmp_path, [hold_look(11), hold_look(12)], detections)
     assert result["role_ap_scenario_1"]["hold_obj"] == pytest.approx(0.5, abs=1e-6)
 
@@ -145,8 +156,9 @@ def test_a_wrong_role_false_positive_does_not_cover_the_person(tmp_path):
     ],
 )
 def test_iou_exactly_one_half_matches_with_the_plus_one_convention(tmp_path, person_box, role_box, expected):
-    result = evaluate(tmp_path, [hold_look(11)],
-                      [detection(1, person_box, {"hold": 0.9}, {"hold_obj": [*role_box, 0.9]})])
+    result = evaluate(
+        tmp_path, [hold_look(11)], [detection(1, person_box, {"hold": 0.9}, {"hold_obj": [*role_box, 0.9]})]
+    )
     assert result["role_ap_scenario_1"]["hold_obj"] == expected
     assert result["agent_ap"]["hold"] == (0.0 if person_box == [0, 0, 9, 3] else 1.0)
 
@@ -172,21 +184,35 @@ def test_several_vsrl_files_and_an_id_subset_evaluate_v_coco_sg(tmp_path):
     detections += [detection(i, P11, roles={"hold_obj": [*BALL_BOX, s]}) for i, s in ((1, 0.8), (3, 0.7))]
     first = write_inputs(tmp_path / "trainval", persons[:2], scene, sizes, detections, ids=[1, 3])
     second = write_inputs(tmp_path / "test", persons[2:], scene, sizes, detections, ids=[1, 3])
-    result = vcoco_role_map_files([first["vsrl.json"], second["vsrl.json"]], first["instances.json"],
-                                  first["ids.txt"], first["detections.json"])
+    result = vcoco_role_map_files(
+        [first["vsrl.json"], second["vsrl.json"]],
+        first["instances.json"],
+        first["ids.txt"],
+        first["detections.json"],
+    )
     assert result["role_ap_scenario_1"]["hold_obj"] == 1.0
 
 
 def test_output_has_the_contract_keys_in_upstream_order(tmp_path):
-    result = evaluate(tmp_path, [hold_look(11)], [detection(1, P11, {"hold": 0.5}, {"hold_obj": [*BALL_BOX, 0.5]})])
+    result = evaluate(
+        tmp_path, [hold_look(11)], [detection(1, P11, {"hold": 0.5}, {"hold_obj": [*BALL_BOX, 0.5]})]
+    )
     assert list(result) == [
-        "role_ap_scenario_1", "role_ap_scenario_2", "agent_ap", "mean_role_ap_scenario_1",
-        "mean_role_ap_scenario_2", "mean_role_ap_scenario_1_excl_point", "mean_role_ap_scenario_2_excl_point",
+        "role_ap_scenario_1",
+        "role_ap_scenario_2",
+        "agent_ap",
+        "mean_role_ap_scenario_1",
+        "mean_role_ap_scenario_2",
+        "mean_role_ap_scenario_1_excl_point",
+        "mean_role_ap_scenario_2_excl_point",
         "mean_agent_ap",
     ]
     assert list(result["role_ap_scenario_1"]) == list(ACTION_ROLE_NAMES) and len(ACTION_ROLE_NAMES) == 25
     assert list(result["agent_ap"]) == list(ACTIONS) and len(ACTIONS) == 26
-    assert ACTION_ROLE_NAMES[4:6] == ("hit_instr", "hit_obj") and ACTION_ROLE_NAMES[6:8] == ("eat_obj", "eat_instr")
+    assert ACTION_ROLE_NAMES[4:6] == ("hit_instr", "hit_obj") and ACTION_ROLE_NAMES[6:8] == (
+        "eat_obj",
+        "eat_instr",
+    )
 
 
 def test_voc_ap_and_overlaps_follow_upstream_formulas():
@@ -204,7 +230,9 @@ def test_vectorized_math_equals_the_loop_reference(seed, per_person):
     expected = reference_role_ap(gt, det)
     np.testing.assert_array_equal(result.agent_ap, np.array(expected["agent"], np.float32))
     for scenario in (1, 2):
-        np.testing.assert_array_equal(result.role_ap[scenario], np.array(expected[f"scenario_{scenario}"], np.float32))
+        np.testing.assert_array_equal(
+            result.role_ap[scenario], np.array(expected[f"scenario_{scenario}"], np.float32)
+        )
 
 
 def test_24_role_mean_equals_icans_formula_when_all_25_roles_are_defined():
@@ -225,22 +253,43 @@ def test_evaluate_module_gives_the_numbers_of_the_file_route(tmp_path):
     import evaluate
 
     from hoi_bench import metric_path
-    from hoi_sg_dataset.vcoco_role_files import ground_truth, read_detections, read_image_ids, read_instances, read_vsrl
+    from hoi_sg_dataset.vcoco_role_files import (
+        ground_truth,
+        read_detections,
+        read_image_ids,
+        read_instances,
+        read_vsrl,
+    )
 
     # the duplicate case above plus a look detection with a box where the GT has none (0.5 / 1.0 by scenario)
-    detections = [detection(1, box, {"hold": s, "look": s}, {"hold_obj": [*BALL_BOX, s], "look_obj": [*BALL_BOX, s]})
-                  for box, s in ((P11, 0.9), (P11, 0.8), (P12, 0.7))]
+    detections = [
+        detection(1, box, {"hold": s, "look": s}, {"hold_obj": [*BALL_BOX, s], "look_obj": [*BALL_BOX, s]})
+        for box, s in ((P11, 0.9), (P11, 0.8), (P12, 0.7))
+    ]
     paths = write_inputs(tmp_path, [hold_look(11), hold_look(12)], SCENE, SIZES, detections)
-    expected = vcoco_role_map_files([paths["vsrl.json"]], paths["instances.json"], paths["ids.txt"],
-                                    paths["detections.json"])
+    expected = vcoco_role_map_files(
+        [paths["vsrl.json"]], paths["instances.json"], paths["ids.txt"], paths["detections.json"]
+    )
     assert expected["role_ap_scenario_1"]["hold_obj"] == pytest.approx(5 / 6, abs=1e-6)
     ids = read_image_ids(paths["ids.txt"])
     gt = ground_truth(read_vsrl([paths["vsrl.json"]]), read_instances(paths["instances.json"], ids), ids)
     dets = read_detections(paths["detections.json"], ids)
-    references = [{"image_id": 1, "person_boxes": gt.person_boxes.tolist(), "actions": gt.actions.tolist(),
-                   "role_boxes": gt.role_boxes.tolist()}]
-    predictions = [{"person_boxes": dets.person_boxes.tolist(), "agent_scores": dets.agent_scores.tolist(),
-                    "role_boxes": dets.role_boxes.tolist(), "role_scores": dets.role_scores.tolist()}]
+    references = [
+        {
+            "image_id": 1,
+            "person_boxes": gt.person_boxes.tolist(),
+            "actions": gt.actions.tolist(),
+            "role_boxes": gt.role_boxes.tolist(),
+        }
+    ]
+    predictions = [
+        {
+            "person_boxes": dets.person_boxes.tolist(),
+            "agent_scores": dets.agent_scores.tolist(),
+            "role_boxes": dets.role_boxes.tolist(),
+            "role_scores": dets.role_scores.tolist(),
+        }
+    ]
     metric = evaluate.load(metric_path("vcoco_role_map"))
     assert metric.compute(predictions=predictions, references=references) == expected
     assert metric.compute(predictions=[0], references=[0], ground_truth=gt, detections=dets) == expected

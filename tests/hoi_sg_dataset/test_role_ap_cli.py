@@ -12,14 +12,18 @@ from hoi_sg_dataset.role_ap import ACTION_ROLE_NAMES, ACTIONS
 from tests.hoi_sg_dataset.role_ap_inputs import BALL, annotation, detection, vsrl_json, write_inputs
 
 BALL_BOX = [20, 20, 29, 29]
-SCENE = [annotation(11, 1, [0, 0, 10, 10]), annotation(21, 1, [20, 20, 10, 10], BALL),
-         annotation(12, 1, [50, 50, 10, 10])]
+SCENE = [
+    annotation(11, 1, [0, 0, 10, 10]),
+    annotation(21, 1, [20, 20, 10, 10], BALL),
+    annotation(12, 1, [50, 50, 10, 10]),
+]
 PERSONS = [{"image_id": 1, "ann_id": 11, "labels": {"hold": [21], "look": [0]}}]
 GOOD = [detection(1, [0, 0, 9, 9], {"hold": 0.9}, {"hold_obj": [*BALL_BOX, 0.9]})]
 
 
 def strict_json(text: str):
     """json.loads that refuses the NaN / Infinity tokens Python's json would accept."""
+
     def refuse(token):
         raise ValueError(f"not JSON: {token}")
 
@@ -27,9 +31,18 @@ def strict_json(text: str):
 
 
 def arguments(paths: dict, vsrl=None) -> list[str]:
-    return ["evaluate", "vcoco_role_map", "--vsrl", *(str(p) for p in (vsrl or [paths["vsrl.json"]])),
-            "--instances", str(paths["instances.json"]), "--image-ids", str(paths["ids.txt"]),
-            "--detections", str(paths["detections.json"])]
+    return [
+        "evaluate",
+        "vcoco_role_map",
+        "--vsrl",
+        *(str(p) for p in (vsrl or [paths["vsrl.json"]])),
+        "--instances",
+        str(paths["instances.json"]),
+        "--image-ids",
+        str(paths["ids.txt"]),
+        "--detections",
+        str(paths["detections.json"]),
+    ]
 
 
 def fails(argv: list[str], capsys) -> str:
@@ -50,8 +63,13 @@ def test_output_is_strict_json_with_null_for_undefined_values(tmp_path, capsys):
     assert "ride_instr" in printed and "n/a" in printed
     result = strict_json(out.read_text())
     assert set(result) == {
-        "role_ap_scenario_1", "role_ap_scenario_2", "agent_ap", "mean_role_ap_scenario_1",
-        "mean_role_ap_scenario_2", "mean_role_ap_scenario_1_excl_point", "mean_role_ap_scenario_2_excl_point",
+        "role_ap_scenario_1",
+        "role_ap_scenario_2",
+        "agent_ap",
+        "mean_role_ap_scenario_1",
+        "mean_role_ap_scenario_2",
+        "mean_role_ap_scenario_1_excl_point",
+        "mean_role_ap_scenario_2_excl_point",
         "mean_agent_ap",
     }
     assert list(result["role_ap_scenario_2"]) == list(ACTION_ROLE_NAMES)
@@ -137,14 +155,24 @@ def test_a_scored_detection_in_an_image_without_gt_person_is_refused(tmp_path, c
     scene = [*SCENE, annotation(41, 2, [0, 0, 1, 1])]  # too small to keep: image 2 has no GT person left
     paths = write_inputs(tmp_path, persons, scene, sizes, [*GOOD, detection(2, [0, 0, 9, 9], {"hold": 0.5})])
     line = fails(arguments(paths), capsys)
-    assert str(paths["detections.json"]) in line and "detection 1" in line and "image 2 has no GT person" in line
+    assert (
+        str(paths["detections.json"]) in line and "detection 1" in line and "image 2 has no GT person" in line
+    )
 
 
 def qpic_files(tmp_path, hois):
     name = "COCO_val2014_000000000001.jpg"
-    boxes = [{"bbox": [0.0, 0.0, 9.0, 9.0], "category_id": 1}, {"bbox": [20.0, 20.0, 29.0, 29.0], "category_id": 37}]
-    gt = [{"annotations": boxes, "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 0}],
-           "file_name": name}]
+    boxes = [
+        {"bbox": [0.0, 0.0, 9.0, 9.0], "category_id": 1},
+        {"bbox": [20.0, 20.0, 29.0, 29.0], "category_id": 37},
+    ]
+    gt = [
+        {
+            "annotations": boxes,
+            "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 0}],
+            "file_name": name,
+        }
+    ]
     pred = [{"file_name": name, "predictions": boxes, "hoi_prediction": hois}]
     (tmp_path / "gt.json").write_text(json.dumps(gt))
     (tmp_path / "pred.json").write_text(json.dumps(pred))
@@ -171,16 +199,24 @@ def test_convert_follows_the_qpic_rules(tmp_path, capsys):
     assert first["hit_agent"] is None  # hit has no role score for this pair
     # object_id -1: QPIC's "missing" object, four NaN (null) coordinates
     assert second["look_obj"] == [None, None, None, None, 0.2] and second["look_agent"] == 0.2
-    assert set(first) == set(second) == {"image_id", "person_box", *(f"{a}_agent" for a in ACTIONS),
-                                         *ACTION_ROLE_NAMES}
+    assert (
+        set(first)
+        == set(second)
+        == {"image_id", "person_box", *(f"{a}_agent" for a in ACTIONS), *ACTION_ROLE_NAMES}
+    )
 
 
 def test_converted_detections_evaluate_end_to_end(tmp_path, capsys):
     # person 11 holds ball 21 ([20, 20, 29, 29] in both files) and looks at nothing annotated; the QPIC pair
     # scores hold 0.9 (TP) and look 0.5 with the ball as object: scenario 1 FP, scenario 2 TP.
     det_path = tmp_path / "dets.json"
-    argv = ["convert", "vcoco-detections", *qpic_files(tmp_path, [hoi(0, 1, 0, 0.9), hoi(0, 1, 5, 0.5)]),
-            "--out", str(det_path)]
+    argv = [
+        "convert",
+        "vcoco-detections",
+        *qpic_files(tmp_path, [hoi(0, 1, 0, 0.9), hoi(0, 1, 5, 0.5)]),
+        "--out",
+        str(det_path),
+    ]
     assert cli.main(argv) == 0
     paths = write_inputs(tmp_path / "official", PERSONS, SCENE, {1: (100, 100)}, [])
     paths["detections.json"] = det_path
@@ -192,8 +228,13 @@ def test_converted_detections_evaluate_end_to_end(tmp_path, capsys):
 
 
 def test_convert_refuses_two_scores_for_one_verb_of_a_pair(tmp_path, capsys):
-    argv = ["convert", "vcoco-detections", *qpic_files(tmp_path, [hoi(0, 1, 0, 0.9), hoi(0, 1, 0, 0.8)]),
-            "--out", str(tmp_path / "dets.json")]
+    argv = [
+        "convert",
+        "vcoco-detections",
+        *qpic_files(tmp_path, [hoi(0, 1, 0, 0.9), hoi(0, 1, 0, 0.8)]),
+        "--out",
+        str(tmp_path / "dets.json"),
+    ]
     line = fails(argv, capsys)
     assert "pred.json" in line and "hoi_prediction[1]" in line
     assert not (tmp_path / "dets.json").exists()
