@@ -25,12 +25,15 @@ MAX_DECOMPRESSED_BYTES = 4 * 1024**3
 """Largest input hoi-bench decompresses: ten times the biggest real prediction file, far below a gzip bomb's size."""
 
 
-def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int | None = None) -> bytes:
     """The bytes of ``path``, gunzipped when the name ends in ``.gz``, refusing more than ``max_bytes`` of them.
 
     A missing file raises ``MissingFilesError``; an unreadable file, a broken gzip stream or content past the
     limit raises ``FormatError`` naming the file, so a 400 KB gzip bomb costs at most ``max_bytes`` of memory.
+    ``max_bytes`` defaults to :data:`MAX_DECOMPRESSED_BYTES`, read at call time.
     """
+    if max_bytes is None:
+        max_bytes = MAX_DECOMPRESSED_BYTES
     path = Path(path)
     if path.is_dir():
         raise FormatError(str(path), f"{what} is a folder", expected=f"a {what}", found="a folder")
