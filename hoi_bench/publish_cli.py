@@ -30,11 +30,15 @@ def add_publish_commands(verbs: argparse._SubParsersAction) -> None:
                                           "(ddof=1) of every numeric top-level metric.")
     report.add_argument("results", nargs="+", type=Path, help="result JSON files")
     report.add_argument("--labels", nargs="+",
-                        help="one group label per file, e.g. SG SG SG original (default: one group)")
+                        help="one group label per file, e.g. SG SG SG original, or MODEL:GROUP to compare models "
+                             "(default: one group)")
     report.add_argument("--output", type=Path, help="write the report as JSON here")
     report.add_argument("--markdown", type=Path, help="write a Markdown table here")
     report.add_argument("--latex", type=Path, help="write a LaTeX table here")
     report.add_argument("--plot", type=Path, help="draw the groups side by side as a PNG here")
+    report.add_argument("--plot-metric", help="metric to plot (default: mAP when reported, else the first)")
+    report.add_argument("--per-class", action="store_true",
+                        help="also summarise per-class breakdowns (ap_per_*, per_*)")
     report.set_defaults(handler=_run_report)
 
 
@@ -51,10 +55,10 @@ def _run_push_metric(args: argparse.Namespace) -> int:
 def _run_report(args: argparse.Namespace) -> int:
     from hoi_bench import results_report
 
-    report = results_report.build_report(args.results, args.labels)
+    report = results_report.build_report(args.results, args.labels, per_class=args.per_class)
     print(results_report.format_text(report))
     written = results_report.write_outputs(report, output=args.output, markdown=args.markdown, latex=args.latex,
-                                           plot=args.plot)
+                                           plot=args.plot, plot_metric_name=args.plot_metric)
     for path in written:
         print(f"wrote {path}")
     return 0
