@@ -172,6 +172,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(f"{where}: {reason}" if where else reason, args.verbose)
     except RecursionError:
         return _fail("input nested too deeply to read (a JSON file with thousands of nested levels?)", args.verbose)
+    except UnicodeDecodeError as error:  # a reader that did not name its file; still no traceback
+        return _fail(f"an input is not UTF-8 text ({error.reason}: byte {error.object[error.start:error.start + 1]!r} "
+                     f"at offset {error.start})", args.verbose)
 
 
 def _fail(message: str, verbose: bool) -> int:

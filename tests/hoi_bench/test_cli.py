@@ -76,7 +76,7 @@ def _writer_registry(calls: list) -> Registry:
 
     def configure(parser):
         parser.add_argument("--output", type=Path)
-        parser.add_argument("--fail", choices=["interrupt", "oserror", "recursion"])
+        parser.add_argument("--fail", choices=["interrupt", "oserror", "recursion", "latin-1"])
 
     def run(args):
         calls.append(args)
@@ -86,6 +86,8 @@ def _writer_registry(calls: list) -> Registry:
             open(args.output.parent / "missing" / "x.json")  # noqa: SIM115 - the OSError is the point
         if args.fail == "recursion":
             raise RecursionError("maximum recursion depth exceeded")
+        if args.fail == "latin-1":
+            "café".encode("latin-1").decode("utf-8")
         write_json_atomic(args.output, {"mAP": float("nan")})
 
     registry.add_command(Command("evaluate", "toy", "toy evaluate", configure, run))
@@ -113,7 +115,7 @@ def test_interrupt_exits_130_with_one_line_and_keeps_the_old_output(monkeypatch,
     assert out.read_text() == '{"old": 1}' and [p.name for p in tmp_path.iterdir()] == ["out.json"]
 
 
-def test_unexpected_os_and_recursion_errors_are_one_line(monkeypatch, tmp_path, capsys):
+def test_unexpected_os_recursion_and_decoding_errors_are_one_line(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(cli, "load_registry", lambda: _writer_registry([]))
     out = tmp_path / "out.json"
     assert cli.main(["evaluate", "toy", "--output", str(out), "--fail", "oserror"]) == 2
@@ -121,6 +123,9 @@ def test_unexpected_os_and_recursion_errors_are_one_line(monkeypatch, tmp_path, 
     assert err == f"hoi-bench: error: {tmp_path / 'missing' / 'x.json'}: No such file or directory\n"
     assert cli.main(["evaluate", "toy", "--output", str(out), "--fail", "recursion"]) == 2
     assert capsys.readouterr().err.startswith("hoi-bench: error: input nested too deeply")
+    assert cli.main(["evaluate", "toy", "--output", str(out), "--fail", "latin-1"]) == 2
+    assert capsys.readouterr().err == ("hoi-bench: error: an input is not UTF-8 text (unexpected end of data: "
+                                       "byte b'\\xe9' at offset 3)\n")
 
 
 def test_verbose_errors_add_the_traceback(monkeypatch, tmp_path, capsys, caplog):
