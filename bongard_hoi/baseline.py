@@ -161,6 +161,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return run_with_args(ProtoNetBaseline(args), args)
 
 
+def train(args: argparse.Namespace) -> int:
+    """``hoi-bench train bongard_hoi``: :func:`run`; exit status 0 (results, predictions and model in --output-dir)."""
+    run(args)
+    return 0
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parse_script_args("bongard_hoi.baseline", __doc__, configure_parser, argv)
 

@@ -32,7 +32,7 @@ def register(registry: Registry) -> None:
     # training command and demo step (issue 7); the baseline imports torch only when it runs
     from bongard_hoi import baseline
 
-    registry.add_command(Command("train", "bongard_hoi", baseline.TRAIN_HELP, baseline.configure_parser, baseline.run))
+    registry.add_command(Command("train", "bongard_hoi", baseline.TRAIN_HELP, baseline.configure_parser, baseline.train))
     registry.add_demo_step(DemoStep(baseline.DEMO_NAME, 52, baseline.demo))
 
 

@@ -24,15 +24,14 @@ On a GPU, after ``hoi-bench build haystack --data-dir RAW --out HUB`` (both conf
 from __future__ import annotations
 
 import argparse
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hoi_bench.pair_baseline import PairBaseline, pair_crops_or_blank, subsample_pairs
 from hoi_bench.training import (
-    Baseline,
     add_backbone_arguments,
     add_data_arguments,
     add_training_arguments,
@@ -42,23 +41,26 @@ from hoi_bench.training import (
     run_with_args,
 )
 
-TENSOR_KEYS = ("crops", "geometry", "labels", "targets")
-META_KEYS = ("image_id", "pairs")
 HAYSTACK_SPLIT = "haystack/test"
 PSG_SPLIT = "psg/test"
 MODELS = ("classifier", "prior")
 
 
-class PredClsBaseline(Baseline):
+class PredClsBaseline(PairBaseline):
     """Rows of a built Haystack/PSG folder; one row = one image with its segments and relations."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.name = f"haystack-predcls-{args.model}"
-        self.preprocessing = None
-        self.references: dict[str, Any] = {}
+    meta_keys = ("image_id", "pairs")
 
-    def _split(self, name: str, *, streaming: bool = False):
+    def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__(args)
+        self.name = f"haystack-predcls-{args.model}"
+
+    @property
+    def train_pair_limit(self) -> int:
+        return self.args.max_pairs_per_image
+
+    def split(self, name: str, *, streaming: bool = False):
+        """The rows of ``CONFIG/SPLIT`` (this baseline reads two configs)."""
         config, split = name.split("/")
         args = argparse.Namespace(**{**vars(self.args), "config": config})
         return load_split(args, split, streaming=streaming)
@@ -69,7 +71,7 @@ class PredClsBaseline(Baseline):
         from hoi_bench.backbones import PAIR_GEOMETRY_DIM, Preprocessing
         from hoi_bench.heads import PairClassifier, PairPrior
 
-        prior = fit_prior(self._split(f"{self.args.config}/train"))
+        prior = fit_prior(self.split(f"{self.args.config}/train"))
         log_table = torch.log(torch.as_tensor(_prior_table(prior), dtype=torch.float32).clamp_min(1e-6))
         if self.args.model == "prior":
             self.preprocessing = Preprocessing(size=1)
@@ -83,45 +85,29 @@ class PredClsBaseline(Baseline):
     def train_dataset(self, streaming: bool):
         if self.args.model == "prior":
             return None
-        return self._split(f"{self.args.config}/train", streaming=streaming)
+        return self.split(f"{self.args.config}/train", streaming=streaming)
 
-    def eval_datasets(self) -> dict[str, Any]:
-        self.references = {name: self._split(name) for name in self.args.eval_splits}
-        return self.references
-
-    def transform(self, rows: dict[str, list]) -> dict[str, list]:
-        return self._rows(rows, limit=None)
-
-    def train_transform(self, rows: dict[str, list]) -> dict[str, list]:
-        return self._rows(rows, limit=self.args.max_pairs_per_image)
-
-    def _rows(self, rows: dict[str, list], limit: int | None) -> dict[str, list]:
+    def pair_rows(self, rows: dict[str, list], limit: int | None) -> dict[str, list]:
         import torch
 
-        from hoi_bench.backbones import image_tensor, pair_crops, pair_geometry
+        from hoi_bench.backbones import pair_geometry
 
-        crops_needed = self.args.model != "prior"
-        out: dict[str, list] = {key: [] for key in TENSOR_KEYS + META_KEYS}
+        out = self.columns()
         num_predicates = len(self._predicate_names())
         for index in range(len(rows["image_id"])):
             segments = rows["segments"][index]
             boxes = [s["box"] for s in segments]
             categories = [s["category"] for s in segments]
-            relations = rows["relations"][index]
             labelled: dict[tuple[int, int], list[int]] = {}
-            for r in relations:
+            for r in rows["relations"][index]:
                 if r["predicate"] >= 0:
                     labelled.setdefault((r["subject"], r["object"]), []).append(r["predicate"])
             pairs = [(s, o) for s in range(len(segments)) for o in range(len(segments)) if s != o]
             if limit is not None and len(pairs) > limit:
-                pairs = _subsample(pairs, labelled, limit, str(rows["image_id"][index]))
-            side = self.preprocessing.size
-            if crops_needed and pairs:
-                image = image_tensor(rows["image"][index])
-                crops = torch.stack([pair_crops(image, boxes[s], boxes[o], self.preprocessing)
-                                     for s, o in pairs])
-            else:
-                crops = torch.zeros(len(pairs), 3, 3, side, side)
+                pairs = subsample_pairs(pairs, labelled, limit, str(rows["image_id"][index]))
+            out["crops"].append(pair_crops_or_blank(lambda index=index: rows["image"][index],
+                                                    [(boxes[s], boxes[o]) for s, o in pairs],
+                                                    self.preprocessing, needed=self.args.model != "prior"))
             targets = torch.zeros(len(pairs), 1 + num_predicates)
             for row, pair in enumerate(pairs):
                 predicates = labelled.get(pair)
@@ -129,7 +115,6 @@ class PredClsBaseline(Baseline):
                     targets[row, [1 + p for p in predicates]] = 1.0 / len(predicates)
                 else:
                     targets[row, 0] = 1.0
-            out["crops"].append(crops)
             out["geometry"].append(torch.tensor([pair_geometry(boxes[s], boxes[o], rows["width"][index],
                                                                rows["height"][index]) for s, o in pairs],
                                                 dtype=torch.float32).view(len(pairs), -1))
@@ -145,26 +130,10 @@ class PredClsBaseline(Baseline):
 
         return psg_classes()["predicate_classes"]
 
-    def collate(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        from hoi_bench.heads import concat_pair_rows
-
-        return concat_pair_rows(rows, TENSOR_KEYS, META_KEYS)
-
-    def loss(self, model, batch):
+    def pair_loss(self, logits, targets):
         import torch.nn.functional as F
 
-        from hoi_bench.heads import loss_over_pairs
-
-        logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()
-        return loss_over_pairs(F.cross_entropy, logits, batch["targets"])
-
-    def predict(self, model, batch) -> list[dict[str, Any]]:
-        from hoi_bench.heads import split_pair_rows
-
-        logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()
-        probabilities = split_pair_rows(logits.softmax(-1).cpu().numpy(), batch["pair_counts"])
-        return [{"image_id": image_id, "pairs": np.asarray(pairs).reshape(-1, 2), "probabilities": row}
-                for image_id, pairs, row in zip(batch["image_id"], batch["pairs"], probabilities)]
+        return F.cross_entropy(logits, targets)
 
     def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path):
         from haystack_dataset.predictions import (
@@ -188,10 +157,10 @@ class PredClsBaseline(Baseline):
 
         predictions = []
         for record in sorted(records, key=lambda r: str(r["image_id"])):
-            order = np.argsort(-record["probabilities"][:, 1:].max(axis=1), kind="stable") \
+            order = np.argsort(-record["scores"][:, 1:].max(axis=1), kind="stable") \
                 if len(record["pairs"]) else np.zeros(0, dtype=np.int64)
             predictions.append(RecallPrediction(record["image_id"], record["pairs"][order],
-                                                record["probabilities"][order]))
+                                                record["scores"][order]))
         path = write_recall_predictions(predictions_dir / f"{config}_test_recall.json", predictions)
         return path, psg_recall(annotation, read_recall_predictions(path))
 
@@ -216,10 +185,9 @@ def _prior_table(prior) -> np.ndarray:
 
 def haystack_rows(records: list[dict[str, Any]]) -> np.ndarray:
     """The Haystack NPY array: ``[image_id, subject, object, predicate scores]``, no no-relation column."""
-    parts = [np.column_stack([np.full(len(r["pairs"]), float(r["image_id"])), r["pairs"],
-                              r["probabilities"][:, 1:]])
+    parts = [np.column_stack([np.full(len(r["pairs"]), float(r["image_id"])), r["pairs"], r["scores"][:, 1:]])
              for r in sorted(records, key=lambda r: str(r["image_id"])) if len(r["pairs"])]
-    width = 3 + (records[0]["probabilities"].shape[1] - 1 if records else 0)
+    width = 3 + (records[0]["scores"].shape[1] - 1 if records else 0)
     return np.concatenate(parts) if parts else np.zeros((0, width))
 
 
@@ -257,15 +225,6 @@ def annotation_from_rows(dataset, *, negatives: bool):
                             require_negatives=negatives)
 
 
-def _subsample(pairs, labelled, limit: int, key: str):
-    """Every labelled pair, then unlabelled ones in an order fixed by the image id, up to ``limit``."""
-    positives = [p for p in pairs if p in labelled]
-    negatives = [p for p in pairs if p not in labelled]
-    seed = int.from_bytes(hashlib.sha1(key.encode()).digest()[:4], "little")
-    order = np.random.default_rng(seed).permutation(len(negatives))
-    return positives[:limit] + [negatives[i] for i in order[: max(0, limit - len(positives))]]
-
-
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """The baseline's flags: data, backbone, training loop, and the relation model."""
     add_data_arguments(parser, config="psg")  # --config: the config whose train split trains the model
@@ -287,6 +246,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train and evaluate with parsed arguments (the ``hoi-bench train haystack`` entry)."""
     return run_with_args(PredClsBaseline(args), args)
+
+
+def train(args: argparse.Namespace) -> int:
+    """``hoi-bench train haystack``: :func:`run`; exit status 0 (results, predictions and model in --output-dir)."""
+    run(args)
+    return 0
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -336,7 +301,7 @@ def demo(context) -> None:
         label = f"(PredCls classifier, {results['steps']} steps)"
         baseline = PredClsBaseline(args)
         npy = Path(results["splits"][HAYSTACK_SPLIT]["predictions"])
-        annotation = annotation_from_rows(baseline._split(HAYSTACK_SPLIT), negatives=True)
+        annotation = annotation_from_rows(baseline.split(HAYSTACK_SPLIT), negatives=True)
         relations = annotated_relations(annotation)
         n = len(annotation.predicate_classes)
         scores, present = relation_scores(relations, read_haystack_npy(npy), n)
@@ -346,7 +311,7 @@ def demo(context) -> None:
                 labels=relations.label, present=present, predicate_names=annotation.predicate_classes)
             context.result("haystack", "test", f"{name.upper().replace('_', '-')} {label}", value[name])
     recall_file = Path(results["splits"][PSG_SPLIT]["predictions"])
-    psg_test = baseline._split(PSG_SPLIT)
+    psg_test = baseline.split(PSG_SPLIT)
     references = [{"image_id": row["image_id"], "boxes": [s["box"] for s in row["segments"]],
                    "labels": [s["category"] for s in row["segments"]],
                    "relations": [[r["subject"], r["object"], r["predicate"]] for r in row["relations"]]}

@@ -45,12 +45,47 @@ class Backbone(nn.Module):
     (``AutoBackbone`` stages).
     """
 
-    def __init__(self, model: nn.Module, feature_dim: int, preprocessing: Preprocessing, name: str) -> None:
+    def __init__(self, model: nn.Module, feature_dim: int, preprocessing: Preprocessing, name: str,
+                 kind: str = "model") -> None:
         super().__init__()
         self.model = model
         self.feature_dim = feature_dim
         self.preprocessing = preprocessing
         self.name = name
+        self.kind = kind
+
+    def to_config(self) -> dict:
+        """Everything but the weights, as JSON: the checkpoint name, how it was loaded, the crops it expects
+        and the ``transformers`` config of the model (so :meth:`from_config` rebuilds it without a download).
+        """
+        return {"name": self.name, "kind": self.kind, "feature_dim": self.feature_dim,
+                "preprocessing": {"size": self.preprocessing.size, "mean": list(self.preprocessing.mean),
+                                  "std": list(self.preprocessing.std)},
+                "model_config": self.model.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Backbone:
+        """The backbone :meth:`to_config` describes, with randomly initialised weights (load them next).
+
+        >>> backbone = tiny_random_backbone(16)
+        >>> Backbone.from_config(backbone.to_config()).to_config() == backbone.to_config()
+        True
+        """
+        from transformers import AutoConfig, AutoModel
+
+        settings = dict(config["model_config"])
+        model_config = AutoConfig.for_model(settings.pop("model_type"), **settings)
+        if config["kind"] == "backbone":
+            from transformers.models.auto.modeling_auto import MODEL_FOR_BACKBONE_MAPPING
+
+            model = MODEL_FOR_BACKBONE_MAPPING[type(model_config)](model_config)
+        else:
+            model = AutoModel.from_config(model_config)
+        preprocessing = config["preprocessing"]
+        return cls(model, int(config["feature_dim"]),
+                   Preprocessing(size=int(preprocessing["size"]), mean=tuple(preprocessing["mean"]),
+                                 std=tuple(preprocessing["std"])),
+                   config["name"], config["kind"])
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
         outputs = self.model(pixel_values=pixel_values)
@@ -117,7 +152,7 @@ def load_backbone(name: str, *, kind: str = "model", size: int | None = None) ->
         std=tuple(getattr(processor, "image_std", None) or IMAGENET_STD),
     )
     logger.info("backbone %s: %d-d features, %d px crops", name, feature_dim, preprocessing.size)
-    return Backbone(model, feature_dim, preprocessing, name)
+    return Backbone(model, feature_dim, preprocessing, name, kind)
 
 
 def _feature_dim(config) -> int:

@@ -5,19 +5,43 @@
   (e.g. subject, object and their union, possibly in several frames) plus the pair's box geometry.
 - :class:`PrototypeClassifier`: ProtoNet-style few-shot head (Snell et al., 2017) for Bongard-HOI: embed the
   shots, average them into one prototype per side, score each query by its negative squared distance.
-"""
 
-from __future__ import annotations
+Every head is a ``huggingface_hub`` ``PyTorchModelHubMixin``: ``save_pretrained(folder)`` writes
+``config.json`` (the constructor's arguments) and ``model.safetensors``, and ``Head.from_pretrained(folder or
+Hub id)`` rebuilds the same module offline, backbone included (from its ``transformers`` config, no download),
+and loads the weights strictly.
+
+(No ``from __future__ import annotations`` here: the mixin reads the constructor's annotations as types to
+decode ``config.json``.)
+"""
 
 from collections.abc import Callable
 
 import torch
+from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
 
 from hoi_bench.backbones import Backbone
 
+#: How constructor arguments that are not JSON go to ``config.json`` and back: a backbone as its
+#: :meth:`Backbone.to_config`; a tensor (a prior table) as its shape only, since its values are a buffer that
+#: ``model.safetensors`` holds and loading fills in.
+CODERS = {
+    Backbone: (Backbone.to_config, Backbone.from_config),
+    torch.Tensor: (lambda tensor: list(tensor.shape), lambda shape: torch.zeros(shape)),
+}
 
-class PairClassifier(nn.Module):
+
+class HubModule(nn.Module, PyTorchModelHubMixin, library_name="hoi-bench", tags=["hoi-bench"]):
+    """A head that ``save_pretrained`` / ``from_pretrained`` handle; loading is strict (every weight present).
+    """
+
+    @classmethod
+    def _from_pretrained(cls, *, strict: bool = True, **kwargs):
+        return super()._from_pretrained(strict=strict, **kwargs)
+
+
+class PairClassifier(HubModule, coders=CODERS):
     """``forward(crops, geometry)``: ``(pairs, crops, 3, S, S)`` and ``(pairs, G)`` → ``(pairs, classes)``.
 
     >>> from hoi_bench.backbones import tiny_random_backbone
@@ -57,7 +81,7 @@ class PairClassifier(nn.Module):
         return logits
 
 
-class PairPrior(nn.Module):
+class PairPrior(HubModule, coders=CODERS):
     """A parameter-free pair "classifier": logits = ``log_table[subject label, object label]`` (a prior).
 
     Same call signature as :class:`PairClassifier`, so a baseline can swap one for the other; with no
@@ -77,7 +101,7 @@ class PairPrior(nn.Module):
         return self.log_table[labels[:, 0], labels[:, 1]]
 
 
-class PrototypeClassifier(nn.Module):
+class PrototypeClassifier(HubModule, coders=CODERS):
     """``forward(positive_shots, negative_shots, queries)`` → ``(episodes, queries, 2)`` logits.
 
     Logit 0 is the positive side, 1 the negative side. Shots are ``(episodes, shots, 3, S, S)``, queries

@@ -3,20 +3,26 @@
 Runs unchanged on one CPU, one GPU or many (``accelerate launch --num_processes N``), with mixed precision
 (``--mixed-precision fp16|bf16``) and gradient accumulation. A benchmark plugs in a :class:`Baseline` (its
 model, datasets, loss, per-example predictions and the writer of its native prediction file); the loop does
-the rest, following the accelerate examples:
+the rest, following the accelerate examples (``complete_cv_example.py``):
 
-``Accelerator`` → ``set_seed`` → datasets (``load_dataset`` + ``with_transform``; streaming datasets are split
-per process with ``datasets.distributed.split_dataset_by_node``) → ``prepare`` → ``accumulate``/``backward`` →
-``save_state`` every ``--checkpointing-steps`` into ``OUTPUT/checkpoints/step_N`` → ``load_state`` +
-``skip_first_batches`` on ``--resume`` → evaluation with ``gather_for_metrics`` → predictions file + metrics.
+``Accelerator(log_with=--report-to, project_dir=OUTPUT)`` → ``set_seed`` → ``init_trackers`` → datasets
+(``load_dataset`` + ``with_transform``; streaming datasets are split per process with
+``datasets.distributed.split_dataset_by_node``) → ``prepare`` → ``accumulate``/``backward`` → ``log`` (loss,
+learning rate) → every ``--eval-steps`` an evaluation (``gather_for_metrics``; metrics logged, the best model
+by ``--metric-for-best`` kept) → ``save_state`` every ``--checkpointing-steps`` → ``load_state`` +
+``skip_first_batches`` on ``--resume`` → final evaluation → ``save_pretrained`` model folder with a model card
+(``--push-to-hub`` uploads it) → ``end_training``.
 
 What a run leaves in ``--output-dir``::
 
-    log.json            config, loss history (step, loss, learning rate), final metrics; rewritten as it goes
+    log.json            config, loss history (step, loss, learning rate), every evaluation, final metrics
     results.json        final metrics per split and the prediction files they were computed from
     predictions/        one native prediction file per evaluated split (written by the baseline)
     checkpoints/step_N  accelerate state (model, optimizer, scheduler, RNG) + trainer_state.json
-    model/              final model weights (safetensors)
+    evaluations/step_N  prediction files of an evaluation during training (the latest and the best kept)
+    best/               with --metric-for-best: the best evaluated model (save_pretrained folder + card)
+    model/              the final model: config.json, model.safetensors, README.md (model card)
+    <tracker folders>   with --report-to: e.g. TensorBoard event files under OUTPUT/<baseline name>/
 
 A *step* is one optimizer update (``--gradient-accumulation-steps`` micro-batches per process). Training
 data is cycled epoch after epoch, reshuffled with ``seed + epoch``, until ``--max-steps``; so a resumed run
@@ -28,60 +34,105 @@ from __future__ import annotations
 import abc
 import argparse
 import json
-import logging
 import math
 import os
+import shlex
 import shutil
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hoi_bench.errors import ConfigError, HoiBenchError
+from hoi_bench.files import dumps_json
 
 if TYPE_CHECKING:  # torch is imported when a run starts, so building the `hoi-bench` parser stays fast
     import torch
     from torch import nn
 
-logger = logging.getLogger(__name__)
-
 MIXED_PRECISION = ("no", "fp16", "bf16")
+#: transformers.get_scheduler names that need nothing but the warm-up and total steps
+LR_SCHEDULERS = ("cosine", "linear", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
+                 "inverse_sqrt")
+#: --report-to choices → the package each tracker needs (accelerate's tracker names)
+TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio", "mlflow": "mlflow"}
+REPORT_TO = ("none", *TRACKER_PACKAGES, "all")
+METRIC_MODES = ("max", "min")
 CHECKPOINTS = "checkpoints"
+EVALUATIONS = "evaluations"
 TRAINER_STATE = "trainer_state.json"
+
+
+def _flag(help: str, **options: Any) -> dict[str, Any]:
+    """Field metadata: the ``--flag`` a :class:`TrainingConfig` field becomes (help, choices, metavar)."""
+    return {"help": help, **options}
 
 
 @dataclass
 class TrainingConfig:
-    """Everything the loop needs besides the baseline: the ``--flags`` of :func:`add_training_arguments`."""
+    """Everything the loop needs besides the baseline; each field is one ``--flag`` of
+    :func:`add_training_arguments` (name, type, default and help come from here, so the two cannot drift)."""
 
-    output_dir: Path
-    max_steps: int = 1000
-    batch_size: int = 16
-    eval_batch_size: int = 32
-    learning_rate: float = 1e-4
-    weight_decay: float = 1e-4
-    warmup_steps: int = 0
-    max_grad_norm: float = 1.0
-    gradient_accumulation_steps: int = 1
-    mixed_precision: str = "no"
-    cpu: bool = False
-    seed: int = 0
-    checkpointing_steps: int = 500
-    keep_checkpoints: int = 2
-    resume: str | None = None
-    log_every: int = 10
-    num_workers: int = 0
-    streaming: bool = False
-    overfit_batches: int = 0
-    eval_only: bool = False
+    output_dir: Path = field(metadata=_flag("folder for checkpoints, log, predictions, the model"))
+    max_steps: int = field(default=1000, metadata=_flag("optimizer updates (0: evaluate only)"))
+    batch_size: int = field(default=16, metadata=_flag("training examples per process"))
+    eval_batch_size: int = field(default=32, metadata=_flag("evaluation examples per process"))
+    learning_rate: float = field(default=1e-4, metadata=_flag("peak learning rate (AdamW)"))
+    weight_decay: float = field(default=1e-4, metadata=_flag("AdamW weight decay"))
+    lr_scheduler_type: str = field(default="cosine", metadata=_flag(
+        "transformers.get_scheduler schedule over --max-steps (cosine: decay to 0 after the warm-up)",
+        choices=LR_SCHEDULERS))
+    warmup_steps: int = field(default=0, metadata=_flag("linear warm-up steps of the schedule"))
+    max_grad_norm: float = field(default=1.0, metadata=_flag("gradient clipping norm (0 disables clipping)"))
+    gradient_accumulation_steps: int = field(default=1, metadata=_flag("micro-batches per optimizer update"))
+    mixed_precision: str = field(default="no", metadata=_flag("accelerate mixed precision",
+                                                              choices=MIXED_PRECISION))
+    cpu: bool = field(default=False, metadata=_flag("train on the CPU even if a GPU is present"))
+    seed: int = field(default=0, metadata=_flag("seed of the model, the shuffling and the subsampling"))
+    checkpointing_steps: int = field(default=500, metadata=_flag(
+        "save the accelerate state every N steps (and always at the last step)"))
+    keep_checkpoints: int = field(default=2, metadata=_flag("how many of the newest checkpoints to keep"))
+    resume: str | None = field(default=None, metadata=_flag(
+        "continue from a checkpoint folder, or from the newest one in OUTPUT/checkpoints ('latest' starts from "
+        "scratch when there is none, so preempted jobs can always pass it)", metavar="CHECKPOINT|latest"))
+    init_from: str | None = field(default=None, metadata=_flag(
+        "start from the weights of a model folder written by a run (OUTPUT/model) or a Hub model id; with "
+        "--eval-only: score that model", metavar="FOLDER|ORG/NAME"))
+    log_every: int = field(default=10, metadata=_flag("steps between loss log entries"))
+    report_to: str = field(default="none", metadata=_flag(
+        "experiment tracker(s) that get the config, losses, learning rate and every evaluation's metrics "
+        "(accelerate trackers; 'all': every one installed)", choices=REPORT_TO))
+    eval_steps: int = field(default=0, metadata=_flag(
+        "also evaluate every N steps during training (0: at the end only)"))
+    metric_for_best: str | None = field(default=None, metadata=_flag(
+        "keep the best evaluated model in OUTPUT/best by this metric: NAME (e.g. mAP) or SPLIT/NAME",
+        metavar="METRIC"))
+    metric_mode: str = field(default="max", metadata=_flag("whether a larger or a smaller --metric-for-best "
+                                                           "is better", choices=METRIC_MODES))
+    push_to_hub: str | None = field(default=None, metadata=_flag(
+        "upload the final model folder (weights, config, model card) to this Hub model repo",
+        metavar="ORG/NAME"))
+    num_workers: int = field(default=0, metadata=_flag("DataLoader worker processes"))
+    streaming: bool = field(default=False, metadata=_flag(
+        "stream the training split instead of loading it (split across processes)"))
+    overfit_batches: int = field(default=0, metadata=_flag(
+        "train on the first N batches only, unshuffled (sanity check: loss must fall)"))
+    eval_only: bool = field(default=False, metadata=_flag(
+        "skip training; evaluate the model of --resume or --init-from (or the untrained model)"))
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.output_dir = Path(self.output_dir)
-        if self.mixed_precision not in MIXED_PRECISION:
-            raise ConfigError("mixed precision", self.mixed_precision, MIXED_PRECISION)
-        for name in ("max_steps", "warmup_steps", "overfit_batches", "num_workers"):
+        for what, value, allowed in (("mixed precision", self.mixed_precision, MIXED_PRECISION),
+                                     ("lr scheduler type", self.lr_scheduler_type, LR_SCHEDULERS),
+                                     ("--report-to tracker", self.report_to, REPORT_TO),
+                                     ("metric mode", self.metric_mode, METRIC_MODES)):
+            if value not in allowed:
+                raise ConfigError(what, value, allowed)
+        for name in ("max_steps", "warmup_steps", "overfit_batches", "num_workers", "eval_steps"):
             if getattr(self, name) < 0:
                 raise HoiBenchError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
         for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "checkpointing_steps",
@@ -91,46 +142,28 @@ class TrainingConfig:
 
 
 def add_training_arguments(parser: argparse.ArgumentParser, **defaults: Any) -> None:
-    """Add the loop's flags to ``parser``; ``defaults`` overrides their defaults (e.g. ``max_steps=200``)."""
-    base = {f.name: f.default for f in TrainingConfig.__dataclass_fields__.values()
-            if not callable(f.default_factory)}
-    base.update(defaults)
+    """Add one flag per :class:`TrainingConfig` field to ``parser``; ``defaults`` overrides their defaults
+    (e.g. ``max_steps=200``). A field without a default (``--output-dir``) is required unless given one."""
+    hints = typing.get_type_hints(TrainingConfig)
     group = parser.add_argument_group("training (hoi_bench.training)")
-    group.add_argument("--output-dir", type=Path, required="output_dir" not in defaults,
-                       default=defaults.get("output_dir"), help="folder for checkpoints, log, predictions")
-    group.add_argument("--max-steps", type=int, default=base["max_steps"],
-                       help="optimizer updates (0: evaluate only)")
-    group.add_argument("--batch-size", type=int, default=base["batch_size"],
-                       help="training examples per process")
-    group.add_argument("--eval-batch-size", type=int, default=base["eval_batch_size"])
-    group.add_argument("--learning-rate", type=float, default=base["learning_rate"])
-    group.add_argument("--weight-decay", type=float, default=base["weight_decay"])
-    group.add_argument("--warmup-steps", type=int, default=base["warmup_steps"],
-                       help="linear warm-up, then cosine decay to 0 at --max-steps")
-    group.add_argument("--max-grad-norm", type=float, default=base["max_grad_norm"],
-                       help="0 disables clipping")
-    group.add_argument("--gradient-accumulation-steps", type=int, default=base["gradient_accumulation_steps"])
-    group.add_argument("--mixed-precision", choices=MIXED_PRECISION, default=base["mixed_precision"])
-    group.add_argument("--cpu", action="store_true", help="train on the CPU even if a GPU is present")
-    group.add_argument("--seed", type=int, default=base["seed"])
-    group.add_argument("--checkpointing-steps", type=int, default=base["checkpointing_steps"],
-                       help="save the accelerate state every N steps (and always at the last step)")
-    group.add_argument("--keep-checkpoints", type=int, default=base["keep_checkpoints"],
-                       help="how many of the newest checkpoints to keep")
-    group.add_argument("--resume", default=base["resume"], metavar="CHECKPOINT|latest",
-                       help="continue from a checkpoint folder, or from the newest one in OUTPUT/checkpoints "
-                            "('latest' starts from scratch when there is none, so preempted jobs can always "
-                            "pass it)")
-    group.add_argument("--log-every", type=int, default=base["log_every"],
-                       help="steps between loss log entries")
-    group.add_argument("--num-workers", type=int, default=base["num_workers"],
-                       help="DataLoader worker processes")
-    group.add_argument("--streaming", action="store_true",
-                       help="stream the training split instead of loading it (split across processes)")
-    group.add_argument("--overfit-batches", type=int, default=base["overfit_batches"],
-                       help="train on the first N batches only, unshuffled (sanity check: loss must fall)")
-    group.add_argument("--eval-only", action="store_true",
-                       help="skip training; evaluate the model of --resume (or the untrained model)")
+    for spec in fields(TrainingConfig):
+        if not spec.metadata:
+            continue
+        flag = "--" + spec.name.replace("_", "-")
+        default = defaults.get(spec.name, None if spec.default is MISSING else spec.default)
+        kind = _flag_type(hints[spec.name])
+        if kind is bool:
+            group.add_argument(flag, action="store_true", default=default, help=spec.metadata["help"])
+            continue
+        group.add_argument(flag, type=kind, default=default,
+                           required=spec.default is MISSING and spec.name not in defaults, **spec.metadata)
+
+
+def _flag_type(hint: Any) -> type:
+    """``int`` of ``int``, ``str`` of ``str | None``: what argparse converts a flag's value with."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return next(arg for arg in typing.get_args(hint) if arg is not type(None))
+    return hint
 
 
 def add_data_arguments(parser: argparse.ArgumentParser, *, config: str,
@@ -204,7 +237,7 @@ class Baseline(abc.ABC):
 
     @abc.abstractmethod
     def eval_datasets(self) -> dict[str, Any]:
-        """``{split name: Dataset}`` to predict on at the end of the run."""
+        """``{split name: Dataset}`` to predict on at the end of the run (and every ``--eval-steps``)."""
 
     def transform(self, rows: dict[str, list]) -> dict[str, list]:
         """Turn a batch of raw rows (column → list) into model inputs (column → list of tensors/values)."""
@@ -236,37 +269,6 @@ class Baseline(abc.ABC):
         return {}
 
 
-class EpochShuffleSampler:
-    """Indices ``0..n-1`` in an order fixed by ``seed + epoch`` (accelerate's loader calls ``set_epoch``).
-
-    Every process draws the same permutation, so the batches a resumed run skips are the ones it already saw.
-
-    >>> sampler = EpochShuffleSampler(5, seed=0)
-    >>> sampler.set_epoch(1); first = list(sampler); sampler.set_epoch(1)
-    >>> first == list(sampler), sorted(first)
-    (True, [0, 1, 2, 3, 4])
-    """
-
-    def __init__(self, size: int, seed: int, shuffle: bool = True) -> None:
-        self.size = size
-        self.seed = seed
-        self.shuffle = shuffle
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def __iter__(self) -> Iterator[int]:
-        if not self.shuffle:
-            return iter(range(self.size))
-        import numpy as np
-
-        return iter(np.random.default_rng(self.seed + self.epoch).permutation(self.size).tolist())
-
-    def __len__(self) -> int:
-        return self.size
-
-
 @dataclass
 class _Progress:
     """Where training stands; saved next to the accelerate state as ``trainer_state.json``."""
@@ -275,6 +277,8 @@ class _Progress:
     micro_batches: int = 0
     epoch: int = 0
     batch_in_epoch: int = 0
+    best_metric: float | None = None
+    best_step: int | None = None
 
 
 def find_checkpoint(output_dir: Path, resume: str | None) -> Path | None:
@@ -298,24 +302,132 @@ def find_checkpoint(output_dir: Path, resume: str | None) -> Path | None:
 def _write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    partial.write_text(dumps_json(data, indent=2, default=str) + "\n")
     os.replace(partial, path)
 
 
-def _schedule(warmup: int, total: int):
-    def factor(step: int) -> float:
-        if warmup and step < warmup:
-            return (step + 1) / warmup
-        if total <= warmup:
-            return 1.0
-        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, (step - warmup) / (total - warmup))))
-    return factor
+def tracker_names(report_to: str) -> list[str]:
+    """The accelerate trackers ``--report-to`` asks for, each checked to be installed.
+
+    ``all`` is every tracker of :data:`TRACKER_PACKAGES` that is installed (at least one must be).
+
+    >>> tracker_names("none")
+    []
+    """
+    from accelerate.utils import is_mlflow_available, is_tensorboard_available, is_trackio_available
+    from accelerate.utils import is_wandb_available
+
+    available = {"tensorboard": is_tensorboard_available, "wandb": is_wandb_available,
+                 "trackio": is_trackio_available, "mlflow": is_mlflow_available}
+    if report_to == "none":
+        return []
+    if report_to == "all":
+        names = [name for name, check in available.items() if check()]
+        if not names:
+            raise HoiBenchError("--report-to all: no experiment tracker is installed; pip install "
+                                "'hoi-bench[tracking]' (TensorBoard), or wandb, trackio or mlflow")
+        return names
+    if not available[report_to]():
+        hint = "'hoi-bench[tracking]'" if report_to == "tensorboard" else TRACKER_PACKAGES[report_to]
+        raise HoiBenchError(f"--report-to {report_to}: {TRACKER_PACKAGES[report_to]} is not installed; "
+                            f"pip install {hint}")
+    return [report_to]
+
+
+def check_hub_upload(repo_id: str | None) -> None:
+    """Fail before training, not after it, when ``--push-to-hub`` cannot work: offline, or no token."""
+    if repo_id is None:
+        return
+    from huggingface_hub import constants, get_token
+
+    if constants.HF_HUB_OFFLINE:
+        raise HoiBenchError(f"--push-to-hub {repo_id}: the Hub is switched off here (HF_HUB_OFFLINE=1); "
+                            f"train without it and upload OUTPUT/model later with `hf upload {repo_id} "
+                            f"OUTPUT/model`")
+    if get_token() is None:
+        raise HoiBenchError(f"--push-to-hub {repo_id}: no Hugging Face token; run `hf auth login` or set "
+                            f"HF_TOKEN to a token with write access")
+
+
+def tracker_config(config: TrainingConfig) -> dict[str, Any]:
+    """The run's settings as flat scalars (what TensorBoard's hparams, W&B, trackio and MLflow all accept)."""
+    settings = {key: value for key, value in asdict(config).items() if key != "extra"}
+    settings.update(config.extra)
+    return {key: value if isinstance(value, (bool, int, float, str)) else str(value)
+            for key, value in settings.items()}
+
+
+def flat_metrics(results: dict[str, Any]) -> dict[str, float]:
+    """Every numeric metric of an evaluation as ``SPLIT/NAME`` (``overall/NAME`` for metrics over splits);
+    nested dicts add path parts, non-numbers (file names, modes) are left out.
+
+    >>> flat_metrics({"splits": {"test": {"metrics": {"mAP": 0.5, "mode": "paper", "per": {"a": 1}}}},
+    ...               "overall": {"mean": 0.25}})
+    {'test/mAP': 0.5, 'test/per/a': 1.0, 'overall/mean': 0.25}
+    """
+    out: dict[str, float] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}/{key}", inner)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[prefix] = float(value)
+
+    for split, entry in results.get("splits", {}).items():
+        walk(split, entry.get("metrics", {}))
+    walk("overall", results.get("overall", {}))
+    return out
+
+
+def pick_metric(metrics: dict[str, float], name: str) -> tuple[str, float]:
+    """``(key, value)`` of ``--metric-for-best``: an exact ``SPLIT/NAME`` key, or the one key ending in
+    ``/NAME``; a missing or ambiguous name is an error naming the candidates.
+
+    >>> pick_metric({"test/mAP": 0.5, "test/mAP_rare": 0.1}, "mAP")
+    ('test/mAP', 0.5)
+    """
+    if name in metrics:
+        return name, metrics[name]
+    matches = [key for key in metrics if key.endswith(f"/{name}")]
+    if len(matches) != 1:
+        problem = "matches several metrics" if matches else "is not among the evaluation's metrics"
+        raise HoiBenchError(f"--metric-for-best {name} {problem}; name one of: "
+                            f"{', '.join(matches or sorted(metrics))}")
+    return matches[0], metrics[matches[0]]
+
+
+#: settings of the ``hoi-bench`` command line itself, not of the run
+CLI_ONLY = ("verbose", "verb", "name", "default_image_size")
+
+
+def command_line(module: str, config: TrainingConfig) -> str:
+    """``python -m MODULE`` with every setting of the run spelled out as a flag: the same run again, whichever
+    way it was started (``hoi-bench train``, ``accelerate launch``, a script or a test).
+
+    >>> words = command_line("pkg.baseline", TrainingConfig(output_dir=Path("out"), max_steps=5, cpu=True,
+    ...                                                     extra={"eval_splits": ["test"], "verb": "train"}))
+    >>> words.split()[:7], "--cpu --seed 0" in words, words.split()[-2:]
+    (['python', '-m', 'pkg.baseline', '--output-dir', 'out', '--max-steps', '5'], True, ['--eval-splits', 'test'])
+    """
+    settings = {key: value for key, value in asdict(config).items() if key != "extra"}
+    settings.update((key, value) for key, value in config.extra.items() if key not in CLI_ONLY)
+    words = ["python", "-m", module]
+    for key, value in settings.items():
+        if value is None or value is False:
+            continue
+        words.append("--" + key.replace("_", "-"))
+        if isinstance(value, (list, tuple)):
+            words += [str(item) for item in value]
+        elif value is not True:
+            words.append(str(value))
+    return shlex.join(words)
 
 
 def _cycle_batches(loader, accelerator, progress: _Progress, batches_per_epoch: int | None, epoch_setters):
     """Micro-batches forever: epoch after epoch, starting inside the epoch where ``progress`` stopped.
 
-    ``epoch_setters`` are the objects whose order depends on the epoch (our sampler, a streaming dataset);
+    ``epoch_setters`` are the objects whose order depends on the epoch (the sampler, a streaming dataset);
     they are told the epoch directly because accelerate only forwards ``set_epoch`` two wrappers deep.
     """
     epoch, skip = progress.epoch, progress.batch_in_epoch
@@ -329,7 +441,7 @@ def _cycle_batches(loader, accelerator, progress: _Progress, batches_per_epoch: 
                 current = accelerator.skip_first_batches(loader, skip)
                 current.set_epoch(epoch)
             else:
-                logger.info("streaming resume: reading past %d batches already seen", skip)
+                _logger().info("streaming resume: reading past %d batches already seen", skip)
         seen = 0
         for position, batch in enumerate(current, start=skip if batches_per_epoch is not None else 0):
             if batches_per_epoch is None and position < skip:
@@ -341,91 +453,243 @@ def _cycle_batches(loader, accelerator, progress: _Progress, batches_per_epoch: 
         epoch, skip = epoch + 1, 0
 
 
+def _logger():
+    """accelerate's multi-process logger (logs on the main process unless told otherwise); imported when a run
+    starts, since accelerate imports torch."""
+    from accelerate.logging import get_logger
+
+    return get_logger(__name__)
+
+
+class _Run:
+    """One run's shared pieces: the accelerator, the baseline, the config, and the log kept in ``log.json``."""
+
+    def __init__(self, accelerator, baseline: Baseline, config: TrainingConfig) -> None:
+        self.accelerator = accelerator
+        self.baseline = baseline
+        self.config = config
+        self.history: list[dict[str, Any]] = []
+        self.evaluations: list[dict[str, Any]] = []
+        self.loaders: dict[str, Any] | None = None
+        self.eval_data: dict[str, Any] = {}
+        self.command = command_line(type(baseline).__module__, config)
+
+    def write_log(self, results: dict[str, Any] | None = None) -> None:
+        if self.accelerator.is_main_process:
+            log = {"baseline": self.baseline.name, "config": asdict(self.config), "command": self.command,
+                   "history": self.history, "evaluations": self.evaluations}
+            if results is not None:
+                log["results"] = results
+            _write_json(self.config.output_dir / "log.json", log)
+
+    def evaluate(self, model, predictions_dir: Path, step: int) -> dict[str, Any]:
+        """Predict every eval split, write and score the native files (main process), log the metrics.
+
+        Returns ``{"splits": {...}, "overall": {...}}`` on the main process, ``{}`` on the others. The random
+        number generators are restored afterwards, so evaluating does not change the training that follows.
+        """
+        import torch
+        from datasets import is_progress_bar_enabled
+        from torch.utils.data import DataLoader
+        from tqdm.auto import tqdm
+
+        accelerator, baseline = self.accelerator, self.baseline
+        if self.loaders is None:
+            self.loaders = {split: accelerator.prepare(DataLoader(
+                dataset.with_transform(baseline.transform), batch_size=self.config.eval_batch_size,
+                shuffle=False, collate_fn=baseline.collate, num_workers=self.config.num_workers))
+                for split, dataset in self.eval_data.items()}
+        devices = [accelerator.device] if accelerator.device.type == "cuda" else []
+        was_training = model.training
+        model.eval()
+        results: dict[str, Any] = {"splits": {}}
+        with torch.random.fork_rng(devices=devices):
+            for split, loader in self.loaders.items():
+                records: list[dict[str, Any]] = []
+                for batch in tqdm(loader, desc=f"predict {split}", leave=False,
+                                  disable=not (accelerator.is_local_main_process and is_progress_bar_enabled())):
+                    with torch.no_grad(), accelerator.autocast():
+                        records.extend(accelerator.gather_for_metrics(baseline.predict(model, batch),
+                                                                      use_gather_object=True))
+                if accelerator.is_main_process:
+                    path, metrics = baseline.finish(split, records, predictions_dir)
+                    results["splits"][split] = {"predictions": str(path), "examples": len(records),
+                                                "metrics": metrics}
+                    _logger().info("%s %s, step %d: %s", baseline.name, split, step, metrics)
+        model.train(was_training)
+        accelerator.wait_for_everyone()
+        if not accelerator.is_main_process:
+            return {}
+        results["overall"] = baseline.finalize(predictions_dir, results["splits"])
+        metrics = flat_metrics(results)
+        accelerator.log({f"eval/{key}": value for key, value in metrics.items()}, step=step)
+        self.evaluations.append({"step": step, "metrics": metrics})
+        return results
+
+    def keep_if_best(self, model, results: dict[str, Any], progress: _Progress,
+                     predictions_dir: Path) -> bool:
+        """With ``--metric-for-best``: when this evaluation beats the best so far, save the model and its
+        prediction files to ``OUTPUT/best`` (main process). True when it did."""
+        config = self.config
+        if config.metric_for_best is None or not self.accelerator.is_main_process:
+            return False
+        key, value = pick_metric(flat_metrics(results), config.metric_for_best)
+        best = progress.best_metric
+        improved = best is None or math.isnan(best) or (value > best if config.metric_mode == "max"
+                                                        else value < best)
+        if not improved:
+            return False
+        progress.best_metric, progress.best_step = value, progress.step
+        best_dir = config.output_dir / "best"
+        self.save_model(model, best_dir, results, progress.step)
+        shutil.copytree(predictions_dir, best_dir / "predictions")
+        _write_json(best_dir / "best.json", {"metric": key, "value": value, "step": progress.step})
+        self.accelerator.log({"eval/best": value}, step=progress.step)
+        _logger().info("best %s so far: %.6g at step %d (saved to %s)", key, value, progress.step, best_dir)
+        return True
+
+    def save_model(self, model, folder: Path, results: dict[str, Any], step: int) -> None:
+        """The unwrapped model as a ``save_pretrained`` folder with its model card, swapped in whole (main
+        process only; a model without ``save_pretrained`` gets its weights as ``model.safetensors``)."""
+        from hoi_bench.model_card import model_card
+
+        unwrapped = self.accelerator.unwrap_model(model)
+        staging = folder.with_name(f".{folder.name}.partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        if hasattr(unwrapped, "save_pretrained"):
+            unwrapped.save_pretrained(staging)
+        else:
+            from safetensors.torch import save_model
+
+            save_model(unwrapped, str(staging / "model.safetensors"))
+        model_card(unwrapped, self.baseline.name, self.config, self.command, results, step,
+                   processes=self.accelerator.num_processes).save(staging / "README.md")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(staging, folder)
+
+
 def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
     """Train ``baseline`` as ``config`` says, write its predictions, score them; returns the results dict.
 
-    Every process must call this; only the main process writes the log, predictions and results.
+    Every process must call this; only the main process writes the log, predictions, model and results.
     """
-    import torch
     from accelerate import Accelerator
     from accelerate.utils import DataLoaderConfiguration, GradientAccumulationPlugin, set_seed
-    from datasets import is_progress_bar_enabled
     from datasets.distributed import split_dataset_by_node
-    from torch.utils.data import DataLoader
     from tqdm.auto import tqdm
 
+    trackers = tracker_names(config.report_to)
+    check_hub_upload(config.push_to_hub)
     accelerator = Accelerator(
         cpu=config.cpu,
         mixed_precision=config.mixed_precision,
         gradient_accumulation_plugin=GradientAccumulationPlugin(
             num_steps=config.gradient_accumulation_steps, sync_with_dataloader=False),
         dataloader_config=DataLoaderConfiguration(even_batches=True),
+        log_with=trackers or None,
+        project_dir=str(config.output_dir),
     )
     output_dir = config.output_dir
-    logger.info("%s: %s, %d process(es), mixed precision %s", baseline.name, accelerator.device,
-                accelerator.num_processes, accelerator.mixed_precision)
+    _logger().info("%s: %s, %d process(es), mixed precision %s", baseline.name, accelerator.device,
+                   accelerator.num_processes, accelerator.mixed_precision)
     set_seed(config.seed)
+    if trackers:
+        accelerator.init_trackers(baseline.name, config=tracker_config(config))
+    run = _Run(accelerator, baseline, config)
     with accelerator.main_process_first():  # one process fills the datasets cache, the others then read it
         train_data = None if config.eval_only else baseline.train_dataset(config.streaming)
-        eval_data = baseline.eval_datasets()
+        run.eval_data = baseline.eval_datasets()
         model = baseline.build_model()
+        if config.init_from is not None:
+            model = _load_pretrained(baseline, model, config.init_from)
     trainable = any(p.requires_grad for p in model.parameters())
     trains = train_data is not None and config.max_steps > 0 and trainable
 
     checkpoint = find_checkpoint(output_dir, config.resume)
     progress = _Progress()
-    history: list[dict[str, Any]] = []
     log_path = output_dir / "log.json"
     if checkpoint is not None:
         progress = _Progress(**json.loads((checkpoint / TRAINER_STATE).read_text()))
         if log_path.is_file():
-            logged = json.loads(log_path.read_text()).get("history", [])
-            history = [entry for entry in logged if entry["step"] <= progress.step]
+            logged = json.loads(log_path.read_text())
+            run.history = [entry for entry in logged.get("history", []) if entry["step"] <= progress.step]
+            run.evaluations = [entry for entry in logged.get("evaluations", [])
+                               if entry["step"] <= progress.step]
 
     started = time.perf_counter()
     if trains:
-        model, history = _train(accelerator, baseline, model, train_data, config, checkpoint, progress,
-                                history, split_dataset_by_node, tqdm)
+        model = _train(run, model, train_data, checkpoint, progress, split_dataset_by_node, tqdm)
     else:
         model = accelerator.prepare(model) if trainable else model.to(accelerator.device)
         if checkpoint is not None:
             accelerator.load_state(str(checkpoint))
     train_seconds = time.perf_counter() - started
 
+    evaluated = run.evaluate(model, output_dir / "predictions", progress.step) if run.eval_data else {}
     results: dict[str, Any] = {"baseline": baseline.name, "steps": progress.step,
-                               "train_seconds": round(train_seconds, 3), "splits": {}}
-    model.eval()
-    for split, dataset in eval_data.items():
-        records: list[dict[str, Any]] = []
-        loader = accelerator.prepare(DataLoader(dataset.with_transform(baseline.transform),
-                                                batch_size=config.eval_batch_size, shuffle=False,
-                                                collate_fn=baseline.collate, num_workers=config.num_workers))
-        for batch in tqdm(loader, desc=f"predict {split}",
-                          disable=not (accelerator.is_local_main_process and is_progress_bar_enabled())):
-            with torch.no_grad(), accelerator.autocast():
-                records.extend(accelerator.gather_for_metrics(baseline.predict(model, batch),
-                                                              use_gather_object=True))
-        if accelerator.is_main_process:
-            path, metrics = baseline.finish(split, records, output_dir / "predictions")
-            results["splits"][split] = {"predictions": str(path), "examples": len(records),
-                                        "metrics": metrics}
-            logger.info("%s %s: %s", baseline.name, split, metrics)
-    accelerator.wait_for_everyone()
+                               "train_seconds": round(train_seconds, 3),
+                               "splits": evaluated.get("splits", {})}
     if accelerator.is_main_process:
-        results["overall"] = baseline.finalize(output_dir / "predictions", results["splits"])
+        results["overall"] = evaluated.get("overall", {})
+        if run.eval_data:
+            run.keep_if_best(model, results, progress, output_dir / "predictions")
+        if progress.best_step is not None:
+            results["best"] = {"metric": config.metric_for_best, "value": progress.best_metric,
+                               "step": progress.best_step, "model": str(output_dir / "best")}
+        if not config.eval_only:
+            run.save_model(model, output_dir / "model", results, progress.step)
+            results["model"] = str(output_dir / "model")
         _write_json(output_dir / "results.json", results)
-        _write_json(log_path, {"baseline": baseline.name, "config": asdict(config), "history": history,
-                               "results": results})
+        run.write_log(results)
+        if config.push_to_hub is not None and not config.eval_only:
+            results["hub"] = push_model_folder(output_dir / "model", config.push_to_hub)
+    accelerator.wait_for_everyone()
     accelerator.end_training()
     return results
 
 
-def _train(accelerator, baseline, model, train_data, config, checkpoint, progress, history, split_by_node,
-           tqdm):
-    import torch
-    from datasets import IterableDataset, is_progress_bar_enabled
-    from torch.utils.data import DataLoader
+def _load_pretrained(baseline: Baseline, built, source: str):
+    """``--init-from``: the built model's class loaded (strictly) from a model folder or Hub id; its crops must
+    be the ones this run prepares."""
+    if not hasattr(built, "from_pretrained"):
+        raise HoiBenchError(f"--init-from: {type(built).__name__} has no from_pretrained")
+    try:
+        model = type(built).from_pretrained(source)
+    except (OSError, ValueError, RuntimeError) as error:
+        raise HoiBenchError(f"--init-from {source}: cannot load a {type(built).__name__} ({error})") from error
+    expected = getattr(baseline, "preprocessing", None)
+    backbone = getattr(model, "backbone", None)
+    if backbone is not None and expected is not None and backbone.preprocessing != expected:
+        raise HoiBenchError(f"--init-from {source}: the model was trained on {backbone.preprocessing} crops, this "
+                            f"run prepares {expected}; pass the backbone flags of its README's command line")
+    return model
 
+
+def push_model_folder(folder: Path, repo_id: str) -> str:
+    """Create the Hub model repo ``repo_id`` if needed and upload ``folder``; returns the commit URL."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    api = HfApi()
+    try:
+        api.create_repo(repo_id=repo_id, repo_type="model", exist_ok=True)
+        commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model",
+                                   commit_message="Upload a model trained with hoi-bench")
+    except (HfHubHTTPError, OSError) as error:
+        raise HoiBenchError(f"--push-to-hub {repo_id}: upload failed ({error})") from error
+    _logger().info("pushed %s to https://huggingface.co/%s", folder, repo_id)
+    return str(commit.commit_url)
+
+
+def _train(run: _Run, model, train_data, checkpoint, progress: _Progress, split_by_node, tqdm):
+    import torch
+    from accelerate.data_loader import SeedableRandomSampler
+    from datasets import IterableDataset, is_progress_bar_enabled
+    from torch.utils.data import DataLoader, SequentialSampler
+    from transformers import get_scheduler
+
+    accelerator, baseline, config = run.accelerator, run.baseline, run.config
     streaming = isinstance(train_data, IterableDataset)
     if streaming:
         train_data = split_by_node(train_data, rank=accelerator.process_index,
@@ -440,7 +704,10 @@ def _train(accelerator, baseline, model, train_data, config, checkpoint, progres
         if config.overfit_batches:
             kept = min(len(train_data), config.overfit_batches * config.batch_size)
             train_data = train_data.select(range(kept))
-        sampler = EpochShuffleSampler(len(train_data), config.seed, shuffle=not config.overfit_batches)
+        # accelerate's seedable sampler draws epoch e's order from seed + e alone, the same on every process,
+        # which is what lets a resumed run skip exactly the batches it already saw
+        sampler = (SequentialSampler(train_data) if config.overfit_batches
+                   else SeedableRandomSampler(train_data, data_seed=config.seed))
         loader = DataLoader(train_data.with_transform(baseline.train_transform), batch_size=config.batch_size,
                             sampler=sampler, collate_fn=baseline.collate, num_workers=config.num_workers,
                             drop_last=len(train_data) >= config.batch_size * accelerator.num_processes)
@@ -449,8 +716,9 @@ def _train(accelerator, baseline, model, train_data, config, checkpoint, progres
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.learning_rate,
                                   weight_decay=config.weight_decay)
     # accelerate steps a prepared scheduler once per process per update, hence the num_processes factor
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(
-        config.warmup_steps * accelerator.num_processes, config.max_steps * accelerator.num_processes))
+    scheduler = get_scheduler(config.lr_scheduler_type, optimizer,
+                              num_warmup_steps=config.warmup_steps * accelerator.num_processes,
+                              num_training_steps=config.max_steps * accelerator.num_processes)
     if streaming:
         # split_dataset_by_node already gave each process its own rows; accelerate must not shard them again
         model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
@@ -460,7 +728,7 @@ def _train(accelerator, baseline, model, train_data, config, checkpoint, progres
 
     if checkpoint is not None:
         accelerator.load_state(str(checkpoint))
-        logger.info("resumed from %s at step %d", checkpoint, progress.step)
+        _logger().info("resumed from %s at step %d", checkpoint, progress.step)
 
     bar = tqdm(total=config.max_steps, initial=progress.step, desc=f"train {baseline.name}",
                disable=not (accelerator.is_local_main_process and is_progress_bar_enabled()))
@@ -495,18 +763,35 @@ def _train(accelerator, baseline, model, train_data, config, checkpoint, progres
             total, count = accelerator.reduce(running, reduction="sum").tolist()
             entry = {"step": progress.step, "epoch": progress.epoch, "loss": total / max(count, 1),
                      "learning_rate": scheduler.get_last_lr()[0]}
-            history.append(entry)
+            run.history.append(entry)
+            accelerator.log({"train/loss": entry["loss"], "train/learning_rate": entry["learning_rate"],
+                             "train/epoch": entry["epoch"]}, step=progress.step)
             bar.set_postfix(loss=f"{entry['loss']:.4f}")
             running.zero_()
-            if accelerator.is_main_process:
-                _write_json(config.output_dir / "log.json",
-                            {"baseline": baseline.name, "config": asdict(config), "history": history})
+            run.write_log()
+        if config.eval_steps and progress.step % config.eval_steps == 0 and not last and run.eval_data:
+            _evaluate_during_training(run, model, progress)
         if progress.step % config.checkpointing_steps == 0 or last:
             _save_checkpoint(accelerator, config, progress)
     bar.close()
     accelerator.wait_for_everyone()
-    accelerator.save_model(model, str(config.output_dir / "model"))
-    return model, history
+    return model
+
+
+def _evaluate_during_training(run: _Run, model, progress: _Progress) -> None:
+    """An evaluation at this step into ``OUTPUT/evaluations/step_N``; only the newest and the best such
+    folders are kept."""
+    root = run.config.output_dir / EVALUATIONS
+    folder = root / f"step_{progress.step:07d}"
+    results = run.evaluate(model, folder, progress.step)
+    if run.accelerator.is_main_process:
+        run.keep_if_best(model, results, progress, folder)
+        keep = {folder.name, f"step_{progress.best_step or 0:07d}"}
+        for old in root.glob("step_*"):
+            if old.name not in keep:
+                shutil.rmtree(old, ignore_errors=True)
+        run.write_log()
+    run.accelerator.wait_for_everyone()
 
 
 def _to_device(batch, device):
@@ -533,7 +818,7 @@ def _save_checkpoint(accelerator, config: TrainingConfig, progress: _Progress) -
         kept = sorted(root.glob("step_*"))
         for old in kept[: max(0, len(kept) - config.keep_checkpoints)]:
             shutil.rmtree(old, ignore_errors=True)
-        logger.info("saved checkpoint %s", final)
+        _logger().info("saved checkpoint %s", final)
     accelerator.wait_for_everyone()
 
 

@@ -24,7 +24,6 @@ On a GPU, after ``hoi-bench build hoi_sg --data-dir RAW --out HUB``::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from hoi_bench.errors import HoiBenchError
+from hoi_bench.pair_baseline import PairBaseline, pair_crops_or_blank, subsample_pairs
 from hoi_bench.training import (
-    Baseline,
     add_backbone_arguments,
     add_data_arguments,
     add_training_arguments,
@@ -45,8 +44,6 @@ from hoi_bench.training import (
 )
 
 MODELS = ("pair", "object-prior")
-TENSOR_KEYS = ("crops", "geometry", "labels", "targets")
-META_KEYS = ("file_name", "pairs")
 CONFIGS = tuple(f"{d}_split{n}" for d in ("hico", "vcoco") for n in (1, 2, 3)) + ("hico", "vcoco")
 PERSON_RAW_ID = 1
 
@@ -56,21 +53,25 @@ def dataset_of(config: str) -> str:
     return "vcoco" if config.startswith("vcoco") else "hico"
 
 
-class HoiPairBaseline(Baseline):
+class HoiPairBaseline(PairBaseline):
     """Rows of a built ``hoi_sg`` folder; one row = one image with its boxes and HOIs."""
+
+    meta_keys = ("file_name", "pairs")
 
     def __init__(self, args: argparse.Namespace) -> None:
         from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
 
-        self.args = args
+        super().__init__(args)
         self.dataset = dataset_of(args.config)
         self.name = f"{args.config}-{args.model}"
         self.objects = coco_objects()
         self.verbs = hico_verbs() if self.dataset == "hico" else vcoco_verbs()
         self.person = self.objects.index(PERSON_RAW_ID)
         self.no_object = len(self.objects.names)  # label index of the "no object" side of a V-COCO pair
-        self.preprocessing = None
-        self.references: dict[str, Any] = {}
+
+    @property
+    def train_pair_limit(self) -> int:
+        return self.args.max_pairs_per_image
 
     def build_model(self):
         import torch
@@ -80,8 +81,7 @@ class HoiPairBaseline(Baseline):
 
         if self.args.model == "object-prior":
             self.preprocessing = Preprocessing(size=1)
-            table = verb_given_object(load_split(self.args, "train"), len(self.objects.names) + 1,
-                                      len(self.verbs.names))
+            table = verb_given_object(self.split("train"), len(self.objects.names) + 1, len(self.verbs.names))
             return PairPrior(torch.log(torch.as_tensor(table, dtype=torch.float32)).unsqueeze(0))
         backbone = backbone_from_args(self.args)
         self.preprocessing = backbone.preprocessing
@@ -92,28 +92,18 @@ class HoiPairBaseline(Baseline):
     def train_dataset(self, streaming: bool):
         if self.args.model == "object-prior":
             return None
-        rows = load_split(self.args, "train", streaming=streaming)
+        rows = self.split("train", streaming=streaming)
         if "image" not in rows.features:
             raise HoiBenchError(f"{self.args.data} ({self.args.config}): --model pair needs images, and this "
                                 f"folder was built without them (hoi-bench build hoi_sg --no-images)")
         return rows
 
-    def eval_datasets(self) -> dict[str, Any]:
-        self.references = {split: load_split(self.args, split) for split in self.args.eval_splits}
-        return self.references
-
-    def transform(self, rows: dict[str, list]) -> dict[str, list]:
-        return self._rows(rows, limit=None)
-
-    def train_transform(self, rows: dict[str, list]) -> dict[str, list]:
-        return self._rows(rows, limit=self.args.max_pairs_per_image)
-
-    def _rows(self, rows: dict[str, list], limit: int | None) -> dict[str, list]:
+    def pair_rows(self, rows: dict[str, list], limit: int | None) -> dict[str, list]:
         import torch
 
-        from hoi_bench.backbones import image_tensor, pair_crops, pair_geometry
+        from hoi_bench.backbones import pair_geometry
 
-        out: dict[str, list] = {key: [] for key in TENSOR_KEYS + META_KEYS}
+        out = self.columns()
         verbs = len(self.verbs.names)
         for index in range(len(rows["file_name"])):
             boxes, labels = rows["boxes"][index], rows["box_labels"][index]
@@ -122,20 +112,14 @@ class HoiPairBaseline(Baseline):
                 annotated.setdefault((hoi["subject"], hoi["object"]), []).append(hoi["verb"])
             pairs = candidate_pairs(labels, self.person, with_no_object=self.dataset == "vcoco")
             if limit is not None and len(pairs) > limit:
-                pairs = _subsample(pairs, annotated, limit, rows["file_name"][index])
-            side = self.preprocessing.size
+                pairs = subsample_pairs(pairs, annotated, limit, rows["file_name"][index])
             # a "no object" pair (o = -1) uses the human box on both sides
             sides = [(boxes[s], boxes[o if o >= 0 else s]) for s, o in pairs]
-            if self.args.model == "pair" and pairs:
-                image = image_tensor(rows["image"][index])
-                crops = torch.stack([pair_crops(image, human, obj, self.preprocessing)
-                                     for human, obj in sides])
-            else:
-                crops = torch.zeros(len(pairs), 3, 3, side, side)
+            out["crops"].append(pair_crops_or_blank(lambda index=index: rows["image"][index], sides,
+                                                    self.preprocessing, needed=self.args.model == "pair"))
             targets = torch.zeros(len(pairs), verbs)
             for row, pair in enumerate(pairs):
                 targets[row, annotated.get(pair, [])] = 1.0
-            out["crops"].append(crops)
             if "width" in rows:
                 width, height = rows["width"][index], rows["height"][index]
             else:  # a folder built with --no-images (enough for the object prior): the boxes' extent
@@ -149,27 +133,14 @@ class HoiPairBaseline(Baseline):
             out["pairs"].append(pairs)
         return out
 
-    def collate(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        from hoi_bench.heads import concat_pair_rows
-
-        return concat_pair_rows(rows, TENSOR_KEYS, META_KEYS)
-
-    def loss(self, model, batch):
+    def pair_loss(self, logits, targets):
         import torch.nn.functional as F
 
-        from hoi_bench.heads import loss_over_pairs
+        return F.binary_cross_entropy_with_logits(logits, targets)
 
-        logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()
-        return loss_over_pairs(F.binary_cross_entropy_with_logits, logits, batch["targets"])
-
-    def predict(self, model, batch) -> list[dict[str, Any]]:
-        from hoi_bench.heads import split_pair_rows
-
-        logits = model(batch["crops"], batch["geometry"], batch["labels"]).float()
-        scores = (logits.exp() if self.args.model == "object-prior" else logits.sigmoid()).cpu().numpy()
-        return [{"file_name": file_name, "pairs": pairs, "scores": row}
-                for file_name, pairs, row in zip(batch["file_name"], batch["pairs"],
-                                                 split_pair_rows(scores, batch["pair_counts"]))]
+    def scores(self, logits):
+        """Verb probabilities: the prior's table is already log-probabilities; the classifier is multi-label."""
+        return logits.exp() if self.args.model == "object-prior" else logits.sigmoid()
 
     def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path):
         from hoi_sg_dataset.builder import row_to_record
@@ -267,15 +238,6 @@ def score_prediction_file(path: Path, references: list, dataset: str) -> dict[st
     return {key: value for key, value in result.items() if key not in ("ap_per_triplet", "ap_per_verb")}
 
 
-def _subsample(pairs, annotated, limit: int, key: str):
-    """Every annotated pair, then unannotated ones in an order fixed by the file name, up to ``limit``."""
-    positives = [p for p in pairs if p in annotated]
-    negatives = [p for p in pairs if p not in annotated]
-    seed = int.from_bytes(hashlib.sha1(key.encode()).digest()[:4], "little")
-    order = np.random.default_rng(seed).permutation(len(negatives))
-    return positives[:limit] + [negatives[i] for i in order[: max(0, limit - len(positives))]]
-
-
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """The baselines' flags: data, backbone, training loop, and the HOI model."""
     add_data_arguments(parser, config="hico_split1", configs=CONFIGS)
@@ -296,6 +258,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train and evaluate with parsed arguments (the ``hoi-bench train hoi_sg`` entry)."""
     return run_with_args(HoiPairBaseline(args), args)
+
+
+def train(args: argparse.Namespace) -> int:
+    """``hoi-bench train hoi_sg``: :func:`run`; exit status 0 (results, predictions and model in --output-dir)."""
+    run(args)
+    return 0
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

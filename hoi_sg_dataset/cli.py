@@ -47,7 +47,7 @@ def register(registry: Registry) -> None:
     # training command and demo step (issue 7); the baseline imports torch only when it runs
     from hoi_sg_dataset import baseline
 
-    registry.add_command(Command("train", "hoi_sg", baseline.TRAIN_HELP, baseline.configure_parser, baseline.run))
+    registry.add_command(Command("train", "hoi_sg", baseline.TRAIN_HELP, baseline.configure_parser, baseline.train))
     registry.add_demo_step(DemoStep(baseline.DEMO_NAME, 50, baseline.demo))
 
 

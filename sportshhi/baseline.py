@@ -17,15 +17,14 @@ On a GPU, after ``hoi-bench build sportshhi --data-dir RAW --out HUB``::
 from __future__ import annotations
 
 import argparse
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hoi_bench.pair_baseline import PairBaseline, pair_crops_or_blank, subsample_pairs
 from hoi_bench.training import (
-    Baseline,
     add_backbone_arguments,
     add_data_arguments,
     add_training_arguments,
@@ -35,20 +34,22 @@ from hoi_bench.training import (
     run_with_args,
 )
 
-TENSOR_KEYS = ("crops", "geometry", "targets")
-META_KEYS = ("video_id", "keyframe", "pairs", "boxes")
 
 
-class HHIClsBaseline(Baseline):
+class HHIClsBaseline(PairBaseline):
     """Keyframes from the ``hhi`` config of a built SportsHHI folder; one row = one keyframe."""
 
     name = "sportshhi-hhicls"
+    tensor_keys = ("crops", "geometry", "targets")
+    meta_keys = ("video_id", "keyframe", "pairs", "boxes")
 
     def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.preprocessing = None
+        super().__init__(args)
         self.label_ids: np.ndarray | None = None  # class index (dataset ClassLabel order) -> 1-based label id
-        self.references: dict[str, Any] = {}
+
+    @property
+    def train_pair_limit(self) -> int:
+        return self.args.max_pairs_per_keyframe
 
     def build_model(self):
         from hoi_bench.backbones import PAIR_GEOMETRY_DIM
@@ -62,31 +63,21 @@ class HHIClsBaseline(Baseline):
 
     def _classes(self) -> list[str]:
         if self.label_ids is None:
-            features = load_split(self.args, self.args.train_split).features
+            features = self.split(self.args.train_split).features
             names = features["interactions"].feature["label"].names
             self.label_ids = _label_ids(self.args, names)
             self._names = list(names)
         return self._names
 
     def train_dataset(self, streaming: bool):
-        return load_split(self.args, self.args.train_split, streaming=streaming)
+        return self.split(self.args.train_split, streaming=streaming)
 
-    def eval_datasets(self) -> dict[str, Any]:
-        self.references = {split: load_split(self.args, split) for split in self.args.eval_splits}
-        return self.references
-
-    def transform(self, rows: dict[str, list]) -> dict[str, list]:
-        return self._rows(rows, limit=None)
-
-    def train_transform(self, rows: dict[str, list]) -> dict[str, list]:
-        return self._rows(rows, limit=self.args.max_pairs_per_keyframe)
-
-    def _rows(self, rows: dict[str, list], limit: int | None) -> dict[str, list]:
+    def pair_rows(self, rows: dict[str, list], limit: int | None) -> dict[str, list]:
         import torch
 
-        from hoi_bench.backbones import crop_resized, image_tensor, pair_crops, pair_geometry, union_box
+        from hoi_bench.backbones import crop_resized, image_tensor, pair_geometry, union_box
 
-        out: dict[str, list] = {key: [] for key in TENSOR_KEYS + META_KEYS}
+        out = self.columns()
         for index in range(len(rows["keyframe_key"])):
             boxes = rows["human_boxes_pixels"][index]
             width, height = rows["width"][index], rows["height"][index]
@@ -94,21 +85,19 @@ class HHIClsBaseline(Baseline):
                       for i in rows["interactions"][index]}
             pairs = [(s, o) for s in range(len(boxes)) for o in range(len(boxes)) if s != o]
             if limit is not None and len(pairs) > limit:
-                pairs = _subsample(pairs, labels, limit, rows["keyframe_key"][index])
-            keyframe = image_tensor(rows["image"][index])
+                pairs = subsample_pairs(pairs, labels, limit, rows["keyframe_key"][index])
             frames = _context(rows["context"][index], self.args.context_frames, rows["image"][index])
             context = [image_tensor(frame) for frame in frames]
-            crops, geometry = [], []
-            for s, o in pairs:
-                union = union_box(boxes[s], boxes[o])
-                crops.append(torch.cat([pair_crops(keyframe, boxes[s], boxes[o], self.preprocessing)] +
-                                       [crop_resized(frame, union, self.preprocessing).unsqueeze(0)
-                                        for frame in context]))
-                geometry.append(pair_geometry(boxes[s], boxes[o], width, height))
-            side = self.preprocessing.size
-            out["crops"].append(torch.stack(crops) if crops else
-                                torch.zeros(0, 3 + self.args.context_frames, 3, side, side))
-            out["geometry"].append(torch.tensor(geometry, dtype=torch.float32).view(len(pairs), -1))
+
+            def context_crops(subject, obj, context=context):
+                union = union_box(subject, obj)
+                return [crop_resized(frame, union, self.preprocessing).unsqueeze(0) for frame in context]
+
+            out["crops"].append(pair_crops_or_blank(
+                lambda index=index: rows["image"][index], [(boxes[s], boxes[o]) for s, o in pairs],
+                self.preprocessing, needed=True, extra=context_crops, crops_per_pair=3 + len(context)))
+            out["geometry"].append(torch.tensor([pair_geometry(boxes[s], boxes[o], width, height)
+                                                 for s, o in pairs], dtype=torch.float32).view(len(pairs), -1))
             out["targets"].append(torch.tensor([labels.get(p, 0) for p in pairs], dtype=torch.long))
             out["video_id"].append(rows["video_id"][index])
             out["keyframe"].append(int(rows["keyframe"][index]))
@@ -116,33 +105,17 @@ class HHIClsBaseline(Baseline):
             out["boxes"].append(rows["human_boxes"][index])
         return out
 
-    def collate(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        from hoi_bench.heads import concat_pair_rows
-
-        return concat_pair_rows(rows, TENSOR_KEYS, META_KEYS)
-
-    def loss(self, model, batch):
+    def pair_loss(self, logits, targets):
         import torch.nn.functional as F
 
-        from hoi_bench.heads import loss_over_pairs
-
-        logits = model(batch["crops"], batch["geometry"]).float()
-        return loss_over_pairs(F.cross_entropy, logits, batch["targets"])
-
-    def predict(self, model, batch) -> list[dict[str, Any]]:
-        from hoi_bench.heads import split_pair_rows
-
-        probabilities = model(batch["crops"], batch["geometry"]).float().softmax(-1).cpu().numpy()
-        return [{"video_id": batch["video_id"][row], "keyframe": batch["keyframe"][row],
-                 "pairs": batch["pairs"][row], "boxes": batch["boxes"][row], "probabilities": part}
-                for row, part in enumerate(split_pair_rows(probabilities, batch["pair_counts"]))]
+        return F.cross_entropy(logits, targets)
 
     def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path):
         from sportshhi.formats import PredictionRow, write_prediction_csv
 
         rows = []
         for record in sorted(records, key=lambda r: (r["video_id"], r["keyframe"])):
-            for (s, o), probabilities in zip(record["pairs"], record["probabilities"]):
+            for (s, o), probabilities in zip(record["pairs"], record["scores"]):
                 for index in np.flatnonzero(probabilities[1:] > self.args.score_threshold):
                     if self.label_ids[index] > 0:
                         score = float(probabilities[1 + index])
@@ -169,15 +142,6 @@ def _label_ids(args: argparse.Namespace, names: Sequence[str]) -> np.ndarray:
         for interaction in interactions:
             ids[interaction["label"]] = interaction["label_id"]
     return ids
-
-
-def _subsample(pairs, labels, limit: int, key: str):
-    """All annotated pairs, then unannotated ones in an order fixed by the keyframe key, up to ``limit``."""
-    positives = [p for p in pairs if p in labels]
-    negatives = [p for p in pairs if p not in labels]
-    seed = int.from_bytes(hashlib.sha1(key.encode()).digest()[:4], "little")
-    order = np.random.default_rng(seed).permutation(len(negatives))
-    return positives[:limit] + [negatives[i] for i in order[: max(0, limit - len(positives))]]
 
 
 def _context(frames: list, count: int, keyframe):
@@ -245,6 +209,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train and evaluate with parsed arguments (the ``hoi-bench train sportshhi`` entry)."""
     return run_with_args(HHIClsBaseline(args), args)
+
+
+def train(args: argparse.Namespace) -> int:
+    """``hoi-bench train sportshhi``: :func:`run`; exit status 0 (results, predictions and model in --output-dir)."""
+    run(args)
+    return 0
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

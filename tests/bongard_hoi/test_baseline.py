@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.tracked_run import assert_tracked_run_reloads
 
 from bongard_hoi.baseline import TEST_SPLITS, main
 from bongard_hoi.predictions import evaluate_prediction_file, read_prediction_file
@@ -87,3 +88,7 @@ def test_loss_decreases_on_a_fixed_batch(hub, tmp_path):
                 "--learning-rate", "3e-3", "--log-every", "1", "--eval-splits"))
     losses = [e["loss"] for e in json.loads((tmp_path / "overfit" / "log.json").read_text())["history"]]
     assert len(losses) == 8 and losses[-1] < 0.5 * losses[0], losses
+
+
+def test_tracked_run_evaluates_during_training_and_its_model_reloads_with_identical_predictions(hub, tmp_path):
+    assert_tracked_run_reloads("bongard_hoi", ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu", "--batch-size", "4"], tmp_path / "run")

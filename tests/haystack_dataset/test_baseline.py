@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.tracked_run import assert_tracked_run_reloads
 
 from haystack_dataset.baseline import HAYSTACK_SPLIT, PSG_SPLIT, annotation_from_rows, main, parse_args
 from haystack_dataset.formats import read_annotation
@@ -87,7 +88,7 @@ def test_annotation_rebuilt_from_rows_scores_like_the_native_file(sample, launch
     rows = read_haystack_npy(json.loads((launched / "results.json").read_text())["splits"][HAYSTACK_SPLIT]
                              ["predictions"])
     baseline = PredClsBaseline(parse_args(common(hub, launched)))
-    rebuilt = annotation_from_rows(baseline._split(HAYSTACK_SPLIT), negatives=True)
+    rebuilt = annotation_from_rows(baseline.split(HAYSTACK_SPLIT), negatives=True)
     assert haystack_scores(rebuilt, rows) == haystack_scores(read_annotation(layout.haystack_file), rows)
 
 
@@ -119,3 +120,8 @@ def test_frequency_prior_needs_no_training(sample, tmp_path):
     results = main(common(hub, tmp_path / "prior", "--model", "prior"))
     assert results["steps"] == 0 and not (tmp_path / "prior" / "checkpoints").exists()
     assert 0.0 <= results["splits"][HAYSTACK_SPLIT]["metrics"]["p_auc"] <= 1.0
+
+
+def test_tracked_run_evaluates_during_training_and_its_model_reloads_with_identical_predictions(sample, tmp_path):
+    _, hub = sample
+    assert_tracked_run_reloads("haystack", ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu", "--batch-size", "4"], tmp_path / "run")

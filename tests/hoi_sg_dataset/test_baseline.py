@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.tracked_run import assert_tracked_run_reloads
 
 from hoi_sg_dataset.baseline import candidate_pairs, main
 from hoi_sg_dataset.builder import row_to_record
@@ -144,3 +145,8 @@ def test_object_prior_runs_on_an_annotation_only_folder_and_the_pair_model_says_
     assert results["splits"]["test"]["metrics"]["mAP"] < 0.05
     with pytest.raises(HoiBenchError, match="--model pair needs images"):
         main(common(bare, tmp_path / "pair", "--config", "hico_split1", "--max-steps", "1"))
+
+
+def test_tracked_run_evaluates_during_training_and_its_model_reloads_with_identical_predictions(hub, tmp_path):
+    assert_tracked_run_reloads("hoi_sg", ["--data", str(hub), "--config", "hico_split1", "--cache-dir", str(hub.parent / "cache"), "--cpu",
+         "--metric-for-best", "mAP"], tmp_path / "run")
