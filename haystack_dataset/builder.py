@@ -33,6 +33,7 @@ from haystack_dataset.formats import (
     segment_masks,
 )
 from hoi_bench.errors import ConfigError, FormatError, MissingFilesError
+from hoi_bench.files import resolve_inside
 from hoi_bench.hub import CardSpec, build_hub_folder
 from hoi_bench.images import embedded_image
 
@@ -154,6 +155,14 @@ class Haystack(datasets.GeneratorBasedBuilder):
                                     hint=MANUAL_DOWNLOAD_INSTRUCTIONS)
         annotation = read_annotation(annotation_path, require_negatives=self.config.negatives)
         _check_classes(annotation)
+        if self.config.name == "psg" and not annotation.has_test_image_ids:
+            raise FormatError(annotation.source, "no test split", field="test_image_ids",
+                              expected="the list of test image ids that defines the psg test split (OpenPSG's "
+                                       "full psg.json has 2,186)", found="no test_image_ids key")
+        for index, image in enumerate(annotation.images):  # absolute, '..' and escaping symlinks are refused
+            for name in ("file_name", "pan_seg_file_name"):
+                resolve_inside(root, str(Path(self.config.image_root) / getattr(image, name)),
+                               file=annotation.source, record=index, field=name)
         image_root = root / self.config.image_root
         missing = [f"{self.config.image_root}/{name}" for image in annotation.images
                    for name in (image.file_name, image.pan_seg_file_name) if not (image_root / name).is_file()]

@@ -1,8 +1,9 @@
 """Commands and demo steps this package adds to `hoi-bench` (entry point `hoi_bench.plugins`).
 
 ``build haystack``, ``stats haystack``, ``evaluate haystack`` (P-AUC / PDD / PDO), ``evaluate sg_recall``
-(R@k / mR@k / ngR@k), ``show haystack`` (per-predicate chart); demo steps 11 (build + load the sample) and 31
-(score a frequency prior on it).
+(R@k / mR@k / ngR@k), ``convert recall-predictions`` (JSON <-> columnar NPZ), ``show haystack`` (per-predicate
+chart); demo steps 11 (build + load the sample) and 31 (score a frequency prior on it). Everything beyond argparse
+is imported inside the command that needs it, so ``hoi-bench evaluate ... --help`` starts fast.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ def register(registry: Registry) -> None:
                                  _configure_evaluate, _run_evaluate))
     registry.add_command(Command("evaluate", "sg_recall", "R@k / mR@k / ngR@k of scene-graph predictions (OpenPSG)",
                                  _configure_recall, _run_recall))
+    registry.add_command(Command("convert", "recall-predictions",
+                                 "rewrite scene-graph recall predictions as columnar NPZ (fast to read) or JSON",
+                                 _configure_convert, _run_convert))
     registry.add_command(Command("show", BENCHMARK, "draw P-AUC / PDD / PDO per predicate from a metrics JSON",
                                  _configure_show, _run_show))
     registry.add_demo_step(DemoStep("haystack: build the PSG + Haystack sample and load it", 11, demo_build))
@@ -33,7 +37,7 @@ def register(registry: Registry) -> None:
     # training command and demo step (issue 7); the baseline imports torch only when it runs
     from haystack_dataset import baseline
 
-    registry.add_command(Command("train", "haystack", baseline.TRAIN_HELP, baseline.configure_parser, baseline.train))
+    registry.add_command(Command("train", "haystack", baseline.TRAIN_HELP, baseline.configure_parser, baseline.run))
     registry.add_demo_step(DemoStep(baseline.DEMO_NAME, 51, baseline.demo))
 
 
@@ -81,7 +85,7 @@ def _run_stats(args: argparse.Namespace) -> int:
 
     from haystack_dataset.formats import NO_PREDICATE, read_annotation
 
-    annotation = read_annotation(args.annotations)
+    annotation = read_annotation(args.annotations, records=False)
     n = len(annotation.predicate_classes)
     positives = np.zeros(n, dtype=int)
     negatives = np.zeros(n, dtype=int)
@@ -110,7 +114,8 @@ def _run_stats(args: argparse.Namespace) -> int:
 def _configure_evaluate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--annotations", type=Path, required=True, help="Haystack annotation JSON")
     parser.add_argument("--predictions", type=Path, required=True,
-                        help="NPY, rows [image_id, subject, object, n predicate scores] (no no-relation column)")
+                        help="NPY, rows [image_id, subject, object, n predicate scores] (no no-relation column); "
+                             "read block by block")
     parser.add_argument("--rank-mode", choices=["paper", "official"], default="paper",
                         help="paper: rank among all n predicates (default); official: as calc_metrics.py "
                              "(first n-1 columns)")
@@ -123,11 +128,11 @@ def _run_evaluate(args: argparse.Namespace) -> int:
 
     from haystack_dataset.evaluation import HaystackInputWarning, haystack_scores
     from haystack_dataset.formats import read_annotation
-    from haystack_dataset.predictions import read_haystack_npy
+    from haystack_dataset.predictions import NpyRows
     from hoi_bench.files import write_json_atomic
 
-    annotation = read_annotation(args.annotations, require_negatives=True)
-    rows = read_haystack_npy(args.predictions)
+    annotation = read_annotation(args.annotations, require_negatives=True, records=False)
+    rows = NpyRows(args.predictions)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HaystackInputWarning)  # the report lists them; printed below
         report = haystack_scores(annotation, rows, rank_mode=args.rank_mode, min_positives=args.min_positives,
@@ -155,7 +160,8 @@ def haystack_table(report: dict) -> str:
 
 def _configure_recall(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--annotations", type=Path, required=True, help="psg.json (or a Haystack file)")
-    parser.add_argument("--predictions", type=Path, required=True, help="recall JSON (see docs/haystack.md)")
+    parser.add_argument("--predictions", type=Path, required=True,
+                        help="recall predictions: JSON (.json, .json.gz) or the columnar .npz (see docs/haystack.md)")
     parser.add_argument("--output", type=Path, help="write the result as JSON here")
 
 
@@ -165,12 +171,36 @@ def _run_recall(args: argparse.Namespace) -> int:
     from haystack_dataset.recall import psg_recall
     from hoi_bench.files import write_json_atomic
 
-    annotation = read_annotation(args.annotations)
+    annotation = read_annotation(args.annotations, records=False)
     result = psg_recall(annotation, read_recall_predictions(args.predictions))
     print(format_table(["metric", "value"], [[k, v] for k, v in result.items()]))
-    if args.output:
-        write_json_atomic(args.output, result)
+    if args.output:  # an undefined recall (no image evaluated) is null, not a bare NaN token
+        write_json_atomic(args.output, {k: None if v != v else v for k, v in result.items()})
         print(f"\nwrote {args.output}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- convert
+
+
+def _configure_convert(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--predictions", type=Path, required=True,
+                        help="recall predictions to read: JSON (.json, .json.gz) or columnar .npz")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="file to write: .npz for the columnar form, anything else for the JSON list")
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from haystack_dataset.predictions import read_recall_predictions, write_recall_predictions
+    from hoi_bench.errors import FormatError
+
+    if args.out.resolve() == args.predictions.resolve():
+        raise FormatError(str(args.out), "the output would replace the input", field="--out",
+                          expected="another path than --predictions", found=str(args.out))
+    predictions = read_recall_predictions(args.predictions)
+    out = write_recall_predictions(args.out, predictions)
+    pairs = sum(len(p.pairs) for p in predictions)
+    print(f"wrote {out} ({len(predictions)} images, {pairs} scored pairs)")
     return 0
 
 

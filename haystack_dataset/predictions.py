@@ -361,18 +361,17 @@ def read_recall_npz(path: str | os.PathLike) -> list[RecallPrediction]:
         raise MissingFilesError(str(path.parent), [path.name], what="prediction file")
     try:
         with np.load(path, allow_pickle=False) as archive:
-            found = set(archive.files)
-            if "format" not in found or str(archive["format"]) != NPZ_FORMAT:
-                raise FormatError(file, "not a hoi-bench recall NPZ", field="format", expected=repr(NPZ_FORMAT),
-                                  found=str(archive["format"]) if "format" in found else "no 'format' array")
-            missing = sorted(set(_NPZ_ARRAYS) - found)
-            if missing:
-                raise FormatError(file, "missing arrays", field=", ".join(missing), expected=sorted(_NPZ_ARRAYS),
-                                  found=sorted(found))
-            arrays = {name: archive[name] for name in _NPZ_ARRAYS}
+            arrays = {name: archive[name] for name in archive.files if name in _NPZ_ARRAYS or name == "format"}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
         raise FormatError(file, "unreadable .npz file", expected="an archive written by write_recall_npz",
                           found=str(error)) from error
+    if "format" not in arrays or str(arrays["format"]) != NPZ_FORMAT:
+        raise FormatError(file, "not a hoi-bench recall NPZ", field="format", expected=repr(NPZ_FORMAT),
+                          found=str(arrays["format"]) if "format" in arrays else "no 'format' array")
+    missing = sorted(set(_NPZ_ARRAYS) - set(arrays))
+    if missing:
+        raise FormatError(file, "missing arrays", field=", ".join(missing), expected=sorted(_NPZ_ARRAYS),
+                          found=sorted(arrays))
     for name, ndim in _NPZ_ARRAYS.items():
         array = arrays[name]
         kind = "U" if name == "image_ids" else ("f" if name in ("predicate_scores", "boxes", "object_scores")

@@ -98,3 +98,39 @@ def test_a_broken_second_config_leaves_the_folder_untouched(sample, tmp_path):
     with pytest.raises(MissingFilesError, match="annotation_v1.json"):
         build(copy, tmp_path / "hub", ["psg", "haystack"])
     assert not (tmp_path / "hub").exists()
+
+
+@pytest.mark.parametrize("escape", ["absolute", "dotdot", "symlink"])
+def test_image_paths_leaving_the_data_folder_are_refused_naming_the_record(sample, tmp_path, escape):
+    import json
+
+    copy = tmp_path / "native"
+    shutil.copytree(sample.root, copy)
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not an image")
+    annotation = copy / "haystack" / "annotation_v1.json"
+    raw = json.loads(annotation.read_text())
+    if escape == "absolute":
+        raw["data"][1]["file_name"] = str(outside)
+    elif escape == "dotdot":
+        raw["data"][1]["file_name"] = "../../secret.txt"
+    else:
+        (copy / "coco" / "val2017" / "link.jpg").symlink_to(outside)
+        raw["data"][1]["file_name"] = "val2017/link.jpg"
+    annotation.write_text(json.dumps(raw))
+    with pytest.raises(FormatError, match=r"annotation_v1.json: record 1: field 'file_name': path leaves the data "
+                                          r"folder"):
+        build(copy, tmp_path / "out", ["haystack"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_psg_file_without_test_image_ids_is_refused(sample, tmp_path):
+    import json
+
+    copy = tmp_path / "native"
+    shutil.copytree(sample.root, copy)
+    raw = json.loads(sample.psg_file.read_text())
+    del raw["test_image_ids"]
+    (copy / "psg" / "psg.json").write_text(json.dumps(raw))
+    with pytest.raises(FormatError, match=r"psg.json: field 'test_image_ids': no test split"):
+        build(copy, tmp_path / "out", ["psg"])

@@ -108,3 +108,32 @@ def test_sample_is_deterministic(tmp_path):
     assert haystack.has_negatives and all(isinstance(i.image_id, int) for i in haystack.images)
     psg = read_annotation(first.psg_file)
     assert all(isinstance(i.image_id, str) for i in psg.images) and len(psg.test_image_ids) == 8
+
+
+@pytest.mark.parametrize(("change", "pattern"), [
+    ({"relations": [[0, 1, True]]}, r"record 0: field 'relations\[0\]\[2\]': not a triplet of integers"),
+    ({"segments_info": [{"id": 1, "category_id": 0}]}, r"record 0: field 'segments_info\[0\]\.isthing': missing key"),
+    ({"image_id": [7]}, r"record 0: field 'image_id': wrong type"),
+])
+def test_typed_decoding_errors_name_record_and_field(change, pattern):
+    with pytest.raises(FormatError, match=pattern):
+        parse_annotation(changed(**change))
+
+
+def test_annotation_file_json_gz_and_records_false(tmp_path):
+    import gzip
+
+    path = tmp_path / "annotation.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(changed()).encode()))
+    full = read_annotation(path)
+    lean = read_annotation(path, records=False)
+    assert full.images[0].segments_info and not lean.images[0].segments_info
+    assert np.array_equal(full.images[0].boxes, lean.images[0].boxes)
+    assert np.array_equal(full.images[0].neg_relations, lean.images[0].neg_relations)
+
+
+def test_boxes_beyond_float32_are_refused():
+    raw = changed()
+    raw["data"][0]["annotations"][0]["bbox"] = [0, 0, 1e39, 10]
+    with pytest.raises(FormatError, match=r"annotations\[0\]\.bbox.*bad box.*within float32 range"):
+        parse_annotation(raw)
