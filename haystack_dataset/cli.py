@@ -37,7 +37,7 @@ def register(registry: Registry) -> None:
     # training command and demo step (issue 7); the baseline imports torch only when it runs
     from haystack_dataset import baseline
 
-    registry.add_command(Command("train", "haystack", baseline.TRAIN_HELP, baseline.configure_parser, baseline.run))
+    registry.add_command(Command("train", "haystack", baseline.TRAIN_HELP, baseline.configure_parser, baseline.train))
     registry.add_demo_step(DemoStep(baseline.DEMO_NAME, 51, baseline.demo))
 
 
