@@ -505,12 +505,22 @@ def read_detections(path: str | os.PathLike, image_ids: np.ndarray) -> VcocoDete
     image_index, records, batch, parsed = [], [], [], []
     decode_image, decode_full = msgspec.json.Decoder(image_only).decode, msgspec.json.Decoder(full).decode
     for k, raw in enumerate(entries):
-        image = position.get(_decode(decode_image, raw, source, k, msgspec).image_id)
+        try:  # the common case in one pass; an entry that does not decode may still be outside the split
+            entry = decode_full(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            entry = None
+        image = position.get(
+            _decode(decode_image, raw, source, k, msgspec).image_id if entry is None else entry.image_id
+        )
         if image is None:
             continue
         image_index.append(image)
         records.append(k)
-        batch.append(msgspec.structs.astuple(_decode(decode_full, raw, source, k, msgspec)))
+        batch.append(
+            msgspec.structs.astuple(
+                entry if entry is not None else _decode(decode_full, raw, source, k, msgspec)
+            )
+        )
         if len(batch) == _BATCH:
             parsed.append(_arrays(batch))
             batch = []
