@@ -231,9 +231,12 @@ def make_hhi(cache: Path) -> Case:
         frame = np.sort(np.r_[np.arange(keyframes), rng.integers(0, keyframes, interactions - keyframes)])
         people = [np.clip(np.concatenate([xy, xy + rng.uniform([0.04, 0.15], [0.12, 0.35], (len(xy), 2))], 1), 0, 1)
                   for xy in (rng.uniform(0, 0.85, (int(n), 2)) for n in rng.integers(5, 9, keyframes))]
-        gt_rows, by_frame = [], {}
+        gt_rows, by_frame, used = [], {}, set()
         for f in frame.tolist():
             s, o = rng.choice(len(people[f]), 2, replace=False)
+            while (f, s, o) in used:   # one label per ordered pair, as the official training loader requires
+                s, o = rng.choice(len(people[f]), 2, replace=False)
+            used.add((f, s, o))
             label = int(rng.choice(labels))
             by_frame.setdefault(f, []).append((people[f][s], people[f][o], label))
             gt_rows.append([videos[f], (f % 100) * 5, *np.round(people[f][s], 4), *np.round(people[f][o], 4),
