@@ -29,11 +29,20 @@ NEXT_COMMANDS_SHOWN = 4
 """How many of the demo steps' suggested commands the demo ends with."""
 
 
-def build_parser(registry: Registry) -> argparse.ArgumentParser:
-    """The full argument parser: one sub-command per verb, one sub-sub-command per benchmark or metric."""
+def build_parser(registry: Registry, argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser: one sub-command per verb, one sub-sub-command per benchmark or metric.
+
+    With ``argv``, only the command it names gets its arguments (``configure`` runs for it alone): every other
+    command is listed with its help line, so ``--help`` and a run cost one command's set-up, not all of them.
+    Without ``argv`` every command is configured.
+    """
     parser = argparse.ArgumentParser(prog="hoi-bench", description=__doc__.split("\n", 1)[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages, show error tracebacks")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
+    words = None if argv is None else [word for word in argv if not word.startswith("-")][:2]
+
+    def wanted(verb: str, name: str | None) -> bool:
+        return words is None or words[:1] == [verb] and (name is None or words[1:2] == [name])
 
     by_verb: dict[str, list] = {}
     for (verb, _name), command in registry.commands.items():
@@ -42,14 +51,16 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
         unnamed = [c for c in commands if c.name is None]
         if unnamed:
             sub = verbs.add_parser(verb, help=unnamed[0].help, description=unnamed[0].help)
-            unnamed[0].configure(sub)
+            if wanted(verb, None):
+                unnamed[0].configure(sub)
             sub.set_defaults(handler=unnamed[0].run)
             continue
         sub = verbs.add_parser(verb, help=VERBS[verb], description=VERBS[verb])
         names = sub.add_subparsers(dest="name", required=True, metavar="NAME")
         for command in sorted(commands, key=lambda c: c.name):
             leaf = names.add_parser(command.name, help=command.help, description=command.help)
-            command.configure(leaf)
+            if wanted(verb, command.name):
+                command.configure(leaf)
             leaf.set_defaults(handler=command.run)
 
     demo = verbs.add_parser("demo", help="run every capability end to end on the embedded samples")
@@ -156,9 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     registry = load_registry()
-    parser = build_parser(registry)
-    args = parser.parse_args(argv)
+    args = build_parser(registry, argv).parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING if args.verb == "demo" else logging.INFO
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:

@@ -2,8 +2,9 @@
 
 Each benchmark package exposes ``register(registry)`` under the ``hoi_bench.plugins`` entry-point group
 (declared in ``setup.cfg``); the CLI discovers them at start-up, so a package's ``cli`` module and whatever it
-imports at module level are loaded for every command, ``--help`` included: keep heavy imports (datasets, pyarrow,
-matplotlib, torch, evaluate, huggingface_hub) inside the handlers.
+imports at module level are loaded for every command, ``--help`` included: keep heavy imports (numpy, datasets,
+pyarrow, matplotlib, torch, evaluate, huggingface_hub) inside the handlers, or register :func:`deferred`
+functions. Only the command being run is configured (see ``hoi_bench.cli.build_parser``).
 
 Conventions the CLI enforces for every command (see ``hoi_bench.cli``): an argument whose destination is one of
 :data:`FILE_OUTPUTS` (or :data:`FILE_OUTPUTS_BY_VERB` for that verb) names a file the command writes, and is
@@ -13,11 +14,13 @@ checked before the command runs; counts such as ``--num-proc`` take :func:`posit
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
 from pathlib import Path
+from typing import Any
 
 VERBS = {
     "build": "build a benchmark's native files into a Hub dataset folder",
@@ -54,6 +57,26 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}")
     return value
+
+
+def deferred(target: str) -> Callable[..., Any]:
+    """``"package.module:function"`` as a function that imports its module only when first called.
+
+    ``register`` runs for every ``hoi-bench`` command, ``--help`` included; a command whose code imports numpy,
+    torch or datasets at module level registers ``deferred(...)`` functions (with its help text kept in the
+    plugin's ``cli`` module) so that cost is paid only when the command itself runs.
+
+    >>> dumps = deferred("json:dumps")
+    >>> dumps([1])
+    '[1]'
+    """
+    module, _, name = target.partition(":")
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__qualname__ = call.__name__ = target
+    return call
 
 
 @dataclass(frozen=True)

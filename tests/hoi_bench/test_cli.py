@@ -12,7 +12,7 @@ import pytest
 from hoi_bench import cli
 from hoi_bench.errors import FormatError
 from hoi_bench.files import write_json_atomic
-from hoi_bench.plugins import Command, DemoStep, Registry, load_registry, positive_int
+from hoi_bench.plugins import Command, DemoStep, Registry, deferred, load_registry, positive_int
 
 
 def strict_loads(text: str):
@@ -186,3 +186,28 @@ def test_demo_logs_only_warnings_unless_verbose(monkeypatch, tmp_path, capsys):
     assert cli.main(["demo", "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert "something odd" in err and "building config x" not in err
+
+
+def test_only_the_command_being_run_is_configured(capsys):
+    configured = []
+    registry = Registry()
+    for name in ("first", "second"):
+        registry.add_command(Command("evaluate", name, f"{name} metric",
+                                     lambda parser, name=name: configured.append(name), lambda args: 0))
+    parser = cli.build_parser(registry, ["-v", "evaluate", "second", "--x"])
+    assert configured == ["second"]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["evaluate", "--help"])
+    listing = capsys.readouterr().out
+    assert "first metric" in listing and "second metric" in listing
+    cli.build_parser(registry)
+    assert configured == ["second", "first", "second"]
+
+
+def test_deferred_functions_import_their_module_when_called():
+    import sys
+
+    sys.modules.pop("colorsys", None)
+    to_hls = deferred("colorsys:rgb_to_hls")
+    assert "colorsys" not in sys.modules
+    assert to_hls(1.0, 0.0, 0.0) == (0.0, 0.5, 1.0) and "colorsys" in sys.modules
