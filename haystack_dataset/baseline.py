@@ -265,10 +265,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 DEMO_STEPS = 10
 
 
-TRAIN_HELP = "train and evaluate the PredCls relation baselines (accelerate)"
-DEMO_NAME = "haystack: train the PredCls classifier a few steps, score with p_auc/pdd/pdo/sg_recall"
-
-
 def demo(context) -> None:
     """``hoi-bench demo`` step: train the PredCls classifier a few steps on the sample's ``psg`` train split,
     then score its Haystack NPY with the ``p_auc``/``pdd``/``pdo`` modules and its recall JSON with

@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, positive_int
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred, positive_int
 from hoi_bench.report import format_table
 
 BENCHMARK = "haystack"
+TRAIN_HELP = "train and evaluate the PredCls relation baselines (accelerate)"
+TRAIN_DEMO_NAME = "haystack: train the PredCls classifier a few steps, score with p_auc/pdd/pdo/sg_recall"
 
 
 def register(registry: Registry) -> None:
@@ -34,11 +36,10 @@ def register(registry: Registry) -> None:
                                  _configure_show, _run_show))
     registry.add_demo_step(DemoStep("haystack: build the PSG + Haystack sample and load it", 11, demo_build))
     registry.add_demo_step(DemoStep("haystack: score a frequency prior (P-AUC / PDD / PDO, R@k)", 31, demo_score))
-    # training command and demo step (issue 7); the baseline imports torch only when it runs
-    from haystack_dataset import baseline
-
-    registry.add_command(Command("train", "haystack", baseline.TRAIN_HELP, baseline.configure_parser, baseline.train))
-    registry.add_demo_step(DemoStep(baseline.DEMO_NAME, 51, baseline.demo))
+    # training command and demo step (issue 7): the baseline module (numpy, torch) loads only when they run
+    registry.add_command(Command("train", "haystack", TRAIN_HELP,
+                                 deferred("haystack_dataset.baseline:configure_parser"), deferred("haystack_dataset.baseline:train")))
+    registry.add_demo_step(DemoStep(TRAIN_DEMO_NAME, 51, deferred("haystack_dataset.baseline:demo")))
 
 
 # ------------------------------------------------------------------------------------------------------ build

@@ -25,6 +25,8 @@ from hoi_bench.report import format_table
 
 logger = logging.getLogger("hoi_bench")
 
+DESCRIPTION = "Build, evaluate, draw and train human-interaction benchmarks with Hugging Face datasets and evaluate."
+
 NEXT_COMMANDS_SHOWN = 4
 """How many of the demo steps' suggested commands the demo ends with."""
 
@@ -36,7 +38,7 @@ def build_parser(registry: Registry, argv: Sequence[str] | None = None) -> argpa
     command is listed with its help line, so ``--help`` and a run cost one command's set-up, not all of them.
     Without ``argv`` every command is configured.
     """
-    parser = argparse.ArgumentParser(prog="hoi-bench", description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(prog="hoi-bench", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages, show error tracebacks")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
     words = None if argv is None else [word for word in argv if not word.startswith("-")][:2]

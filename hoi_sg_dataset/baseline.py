@@ -278,10 +278,6 @@ DEMO_CONFIG = "hico_split1"
 DEMO_STEPS = 40
 
 
-TRAIN_HELP = "train and evaluate the object-prior and pair-classifier baselines"
-DEMO_NAME = "hoi_sg: object prior vs. a pair classifier trained a few steps, scored with hoi_map"
-
-
 def demo(context) -> None:
     """``hoi-bench demo`` step: the object prior and a pair classifier trained a few steps on the sample's
     ``hico_split1``, both scored on its SG test split with the ``hoi_map`` evaluate module."""

@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, display_path, positive_int
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred, display_path, positive_int
 
 BENCHMARK = "hoi_sg"
+TRAIN_HELP = "train and evaluate the object-prior and pair-classifier baselines"
+TRAIN_DEMO_NAME = "hoi_sg: object prior vs. a pair classifier trained a few steps, scored with hoi_map"
 
 
 def register(registry: Registry) -> None:
@@ -44,11 +46,10 @@ def register(registry: Registry) -> None:
         )
     )
     registry.add_demo_step(DemoStep("hoi_sg: build the sample into a Hub folder and load it", 10, run_demo))
-    # training command and demo step (issue 7); the baseline imports torch only when it runs
-    from hoi_sg_dataset import baseline
-
-    registry.add_command(Command("train", "hoi_sg", baseline.TRAIN_HELP, baseline.configure_parser, baseline.train))
-    registry.add_demo_step(DemoStep(baseline.DEMO_NAME, 50, baseline.demo))
+    # training command and demo step (issue 7): the baseline module (numpy, torch) loads only when they run
+    registry.add_command(Command("train", "hoi_sg", TRAIN_HELP,
+                                 deferred("hoi_sg_dataset.baseline:configure_parser"), deferred("hoi_sg_dataset.baseline:train")))
+    registry.add_demo_step(DemoStep(TRAIN_DEMO_NAME, 50, deferred("hoi_sg_dataset.baseline:demo")))
 
 
 def _configure_build(parser: argparse.ArgumentParser) -> None:

@@ -228,10 +228,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 DEMO_STEPS = 15
 
 
-TRAIN_HELP = "train and evaluate the HHICls pair-classifier baseline"
-DEMO_NAME = "sportshhi: train the HHICls pair classifier a few steps, score it with hhi_map"
-
-
 def demo(context) -> None:
     """``hoi-bench demo`` step: train the HHICls pair classifier a few steps on the sample, score its
     prediction CSV with the ``hhi_map`` evaluate module."""

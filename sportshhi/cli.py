@@ -7,10 +7,12 @@ from pathlib import Path
 
 from hoi_bench.errors import DataError
 from hoi_bench.files import write_bytes_atomic, write_json_atomic
-from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, positive_int
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred, positive_int
 from hoi_bench.report import format_table
 
 BENCHMARK = "sportshhi"
+TRAIN_HELP = "train and evaluate the HHICls pair-classifier baseline"
+TRAIN_DEMO_NAME = "sportshhi: train the HHICls pair classifier a few steps, score it with hhi_map"
 
 
 def register(registry: Registry) -> None:
@@ -25,11 +27,10 @@ def register(registry: Registry) -> None:
                                  "interactions", _configure_show, _run_show))
     registry.add_demo_step(DemoStep("sportshhi: build the synthetic sample and load it", 13, demo_build))
     registry.add_demo_step(DemoStep("sportshhi: score the proximity-prior rule (HHICls)", 33, demo_score))
-    # training command and demo step (issue 7); the baseline imports torch only when it runs
-    from sportshhi import baseline
-
-    registry.add_command(Command("train", "sportshhi", baseline.TRAIN_HELP, baseline.configure_parser, baseline.train))
-    registry.add_demo_step(DemoStep(baseline.DEMO_NAME, 53, baseline.demo))
+    # training command and demo step (issue 7): the baseline module (numpy, torch) loads only when they run
+    registry.add_command(Command("train", "sportshhi", TRAIN_HELP,
+                                 deferred("sportshhi.baseline:configure_parser"), deferred("sportshhi.baseline:train")))
+    registry.add_demo_step(DemoStep(TRAIN_DEMO_NAME, 53, deferred("sportshhi.baseline:demo")))
 
 
 # --------------------------------------------------------------------------------------------- build
