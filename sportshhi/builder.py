@@ -255,7 +255,8 @@ def read_split(root: Path, split: str, actions: formats.ActionList) -> list[Keyf
     Keyframes without a GT-proposal entry get only their annotated people; keyframes without a detector entry
     get no detections (the official loader substitutes a dummy [0, 0, 1, 1] box instead).
     """
-    annotations = formats.read_annotation_csv(root / formats.annotation_file(split), actions)
+    annotations = formats.read_annotation_csv(root / formats.annotation_file(split), actions,
+                                              one_label_per_pair=True)
     gt_proposals = formats.read_proposals(root / formats.gt_proposal_file(split))
     detections = formats.read_proposals(root / formats.detector_proposal_file(split))
     grouped: dict[tuple[str, int], list[tuple]] = {}
@@ -309,9 +310,13 @@ class FramePlan:
 # --------------------------------------------------------------------------------------------- Hub folder
 
 
-def card_spec() -> CardSpec:
-    """The dataset card of a SportsHHI Hub folder (template ``card.md``, CC BY-NC 4.0, gated-access note)."""
-    template = (resources.files("sportshhi") / "card.md").read_text(encoding="utf-8")
+def card_spec(synthetic: bool = False) -> CardSpec:
+    """The dataset card of a SportsHHI Hub folder (template ``card.md``, CC BY-NC 4.0, gated-access note);
+    ``synthetic``: the folder is built from hoi-bench's synthetic sample, and the card says so."""
+    from hoi_bench.cards import select_source
+
+    template = select_source((resources.files("sportshhi") / "card.md").read_text(encoding="utf-8"),
+                             synthetic=synthetic)
     return CardSpec(pretty_name="SportsHHI", license=_LICENSE, task_categories=["video-classification"],
                     template=template, citation=CITATION,
                     tags=["human-human-interaction", "video", "sports", "hoi-bench"],
@@ -347,10 +352,11 @@ def config_card(builder: datasets.DatasetBuilder, built: datasets.DatasetDict) -
 
 
 def build_sportshhi_folder(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
-                           num_proc: int | None = None, **config_kwargs) -> Path:
+                           num_proc: int | None = None, synthetic: bool = False, **config_kwargs) -> Path:
     """Build config ``hhi`` from the release folder ``data_dir`` into the Hub folder ``out_dir``; return it.
 
-    ``config_kwargs`` go to :class:`SportsHHIConfig` (``clip_len``, ``frame_interval``).
+    ``config_kwargs`` go to :class:`SportsHHIConfig` (``clip_len``, ``frame_interval``). ``synthetic``: ``data_dir``
+    is hoi-bench's synthetic sample (the card says so).
     """
-    return build_hub_folder(SportsHHI, ["hhi"], out_dir, card_spec(), data_dir=data_dir, num_proc=num_proc,
+    return build_hub_folder(SportsHHI, ["hhi"], out_dir, card_spec(synthetic), data_dir=data_dir, num_proc=num_proc,
                             config_card=config_card, default_config="hhi", **config_kwargs)

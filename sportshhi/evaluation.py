@@ -142,13 +142,18 @@ def keyframe_codes(gt_keys: Sequence[Hashable],
     if isinstance(gt_keys, np.ndarray) and isinstance(pred_keys, np.ndarray) \
             and gt_keys.dtype.kind in "iu" and pred_keys.dtype.kind in "iu":
         unique, first, inverse = np.unique(gt_keys, return_index=True, return_inverse=True)
-        code_of_unique = np.empty(len(unique) + 1, dtype=np.int64)
+        code_of_unique = np.empty(len(unique), dtype=np.int64)
         code_of_unique[np.argsort(first, kind="stable")] = np.arange(len(unique))
-        code_of_unique[-1] = -1  # where a prediction's key is not a GT key
+        gt_frames = code_of_unique[inverse.reshape(-1)]
+        if len(unique) and unique[0] >= 0 and unique[-1] < 8 * (len(gt_keys) + len(pred_keys)):
+            table = np.full(int(unique[-1]) + 2, -1, dtype=np.int64)  # small keys: one lookup per prediction
+            table[unique] = code_of_unique
+            return gt_frames, table[np.where((pred_keys >= 0) & (pred_keys <= unique[-1]), pred_keys, -1)]
         at = np.searchsorted(unique, pred_keys)
         found = at < len(unique)
         found[found] = unique[at[found]] == pred_keys[found]
-        return code_of_unique[inverse.reshape(-1)], code_of_unique[np.where(found, at, -1)]
+        return gt_frames, np.where(found, code_of_unique[np.minimum(at, max(len(unique) - 1, 0))], -1) \
+            if len(unique) else np.full(len(pred_keys), -1, dtype=np.int64)
     codes: dict = {}
     gt_frames = np.fromiter((codes.setdefault(key, len(codes)) for key in gt_keys), dtype=np.int64)
     pred_frames = np.fromiter(map(codes.get, pred_keys, repeat(-1)), dtype=np.int64)
@@ -195,13 +200,14 @@ class _GroundTruth:
         labels = _vector(labels, "gt_labels", n, np.int64)
         subject_boxes = _boxes(subject_boxes, "gt_subject_boxes", n)
         object_boxes = _boxes(object_boxes, "gt_object_boxes", n)
-        keep = np.isin(labels, whitelist)
+        class_of_row = _class_index(labels, whitelist)
+        keep = class_of_row >= 0
         unique, first, inverse = np.unique(frames[keep], return_index=True, return_inverse=True)
         renumber = np.full(int(frames.max(initial=-1)) + 2, -1, dtype=np.int64)  # last entry: key -1 stays -1
         renumber[unique[np.argsort(first, kind="stable")]] = np.arange(len(unique))
         frames = renumber[frames[keep]]
-        ranks = _rank_within(frames, np.argsort(frames, kind="stable"))
-        return cls(renumber, frames, np.searchsorted(whitelist, labels[keep]), labels[keep],
+        ranks = _rank_within(frames, _stable_argsort(frames))
+        return cls(renumber, frames, class_of_row[keep], labels[keep],
                    subject_boxes[keep], object_boxes[keep], ranks)
 
 
@@ -214,6 +220,7 @@ class _Detections:
     object_boxes: np.ndarray
     rank_in_frame: np.ndarray  # (P,) 0 = best-scored prediction of its keyframe (ties: input order)
     by_score: np.ndarray  # (P,) indices by descending score, ties in input order
+    by_frame: np.ndarray  # (P,) indices by keyframe, then rank in the keyframe
 
     @classmethod
     def build(cls, frames, subject_boxes, object_boxes, labels, scores, whitelist, renumber) -> _Detections:
@@ -225,15 +232,46 @@ class _Detections:
         subject_boxes = _boxes(subject_boxes, "pred_subject_boxes", n)
         object_boxes = _boxes(object_boxes, "pred_object_boxes", n)
         frames = renumber[frames]
-        keep = (frames >= 0) & np.isin(labels, whitelist)
+        class_of_row = _class_index(labels, whitelist)
+        keep = (frames >= 0) & (class_of_row >= 0)
         frames, scores = frames[keep], scores[keep]
-        by_score = np.argsort(-scores, kind="stable")
-        by_frame = by_score[np.argsort(frames[by_score], kind="stable")]
-        return cls(frames, np.searchsorted(whitelist, labels[keep]), scores, subject_boxes[keep],
-                   object_boxes[keep], _rank_within(frames, by_frame), by_score)
+        classes = class_of_row[keep]
+        by_score = _stable_descending(scores)
+        by_frame = by_score[_stable_argsort(frames[by_score])]
+        return cls(frames, classes, scores, subject_boxes[keep], object_boxes[keep],
+                   _rank_within(frames, by_frame), by_score, by_frame)
 
     def __len__(self) -> int:
         return len(self.frames)
+
+
+def _class_index(labels: np.ndarray, whitelist: tuple[int, ...]) -> np.ndarray:
+    """Position of each label in the (sorted) whitelist, -1 outside it; one table lookup per row."""
+    table = np.full(max(whitelist) + 2, -1, dtype=np.int64)  # the last entry answers every out-of-range label
+    table[list(whitelist)] = np.arange(len(whitelist))
+    inside = (labels >= 0) & (labels <= max(whitelist))
+    return table[np.where(inside, labels, -1)]
+
+
+def _stable_descending(scores: np.ndarray) -> np.ndarray:
+    """Indices by descending score, equal scores in input order: ``np.argsort(-scores, kind="stable")``.
+
+    Computed as numpy's fast (unstable) argsort followed by one integer sort of (tie group, index) keys,
+    several times faster than a stable float sort on half a million scores.
+    """
+    n = len(scores)
+    order = np.argsort(-scores)
+    descending = scores[order]
+    tie_group = np.cumsum(np.r_[False, descending[1:] != descending[:-1]])
+    return np.sort(tie_group * n + order) % n
+
+
+def _stable_argsort(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` of small non-negative integers, as uint16 when they fit (numpy
+    sorts 16-bit integers with a linear-time radix sort)."""
+    if len(values) and values.min() >= 0 and values.max() < 2**16:
+        values = values.astype(np.uint16)
+    return np.argsort(values, kind="stable")
 
 
 def _rank_within(groups: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -305,9 +343,9 @@ def _same_group(gt: _GroundTruth, pred: _Detections) -> tuple[np.ndarray, np.nda
     gt_group = gt.frames * num_classes + gt.classes
     pred_group = pred.frames * num_classes + pred.classes
     gt_order = np.argsort(gt_group, kind="stable")
-    sorted_groups = gt_group[gt_order]
-    start = np.searchsorted(sorted_groups, pred_group, side="left")
-    count = np.searchsorted(sorted_groups, pred_group, side="right") - start
+    per_group = np.bincount(gt_group, minlength=int(pred_group.max(initial=-1)) + 1)
+    count = per_group[pred_group]
+    start = (np.cumsum(per_group) - per_group)[pred_group]
     pair_pred = np.repeat(np.arange(len(pred)), count)
     offset = np.arange(len(pair_pred)) - np.repeat(np.cumsum(count) - count, count)
     return pair_pred, gt_order[np.repeat(start, count) + offset]
@@ -400,10 +438,9 @@ def _average_precision(gt: _GroundTruth, pred: _Detections, pairs: _Pairs, setti
     is_tp = _greedy_match(pred, gt, pairs, np.ones(len(pred), bool), np.ones(len(gt.frames), bool),
                           settings.official)
     num_gt = np.bincount(gt.classes, minlength=num_classes)
-    if settings.official:  # the released code's row order: class, keyframe (GT order), rank in the keyframe
-        order = np.lexsort((pred.rank_in_frame, pred.frames, pred.classes))
-    else:
-        order = pred.by_score[np.argsort(pred.classes[pred.by_score], kind="stable")]
+    # official: the released code's row order (class, keyframe in GT order, rank in the keyframe)
+    within = pred.by_frame if settings.official else pred.by_score
+    order = within[_stable_argsort(pred.classes[within])]
     bounds = np.searchsorted(pred.classes[order], np.arange(num_classes + 1))
     per_class = {}
     for c, label in enumerate(settings.class_whitelist):
@@ -441,9 +478,18 @@ def score_tables(annotations, predictions, **settings) -> dict:
 
     ``annotations`` / ``predictions`` are what ``sportshhi.formats.read_annotation_csv`` /
     ``read_prediction_csv`` return (GT rows are keyed by ``frame_id // 5``, predictions by their keyframe);
-    ``settings`` are the keyword arguments of :func:`hhi_metrics`.
+    ``settings`` are the keyword arguments of :func:`hhi_metrics`. Keyframes are keyed by integers built from
+    the readers' video codes, so no ``"video,TTTT"`` string is made per row.
     """
+    gt_videos, pred_videos = annotations.videos(), predictions.videos()
+    position = {name: i for i, name in enumerate(gt_videos.names)}
+    gt_video_of_pred = np.array([position.get(name, -1) for name in pred_videos.names], dtype=np.int64)
+    gt_keyframes, pred_keyframes = annotations.keyframes, predictions.keyframes
+    span = int(max(gt_keyframes.max(initial=0), pred_keyframes.max(initial=0))) + 1
+    gt_keys = gt_videos.codes * span + gt_keyframes
+    pred_video = gt_video_of_pred[pred_videos.codes]
+    pred_keys = np.where(pred_video >= 0, pred_video * span + pred_keyframes, -1)
     return hhi_metrics(
-        annotations.keys, annotations.subject_boxes, annotations.object_boxes, annotations.labels,
-        predictions.keys, predictions.subject_boxes, predictions.object_boxes, predictions.labels,
+        gt_keys, annotations.subject_boxes, annotations.object_boxes, annotations.labels,
+        pred_keys, predictions.subject_boxes, predictions.object_boxes, predictions.labels,
         predictions.scores, **settings)

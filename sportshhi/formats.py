@@ -14,6 +14,12 @@
 
 Every reader raises :class:`hoi_bench.errors.FormatError` naming the file, the line (or key), the field, what
 was expected and what was found.
+
+The CSVs are decoded by Arrow's CSV reader straight into typed columns (video ids as a small vocabulary and
+one integer code per row, no Python object per row) and validated column-wise with numpy. Whenever a column
+fails a check, the file is read again row by row, which names the first offending line with the same message
+as always: the fast path never decides what is an error, it only skips the slow path for valid files.
+``pyarrow`` is imported inside the reader, so commands that read no CSV (and ``--help``) never load it.
 """
 
 from __future__ import annotations
@@ -25,14 +31,14 @@ import os
 import pickle
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from hoi_bench.errors import FormatError
-from hoi_bench.files import write_bytes_atomic, write_text_atomic
+from hoi_bench.files import read_bytes, write_bytes_atomic, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -221,6 +227,23 @@ def write_action_list(path: str | os.PathLike, actions: ActionList) -> None:
 # --------------------------------------------------------------------------------------------- annotation CSV
 
 
+@dataclass(frozen=True)
+class VideoCoding:
+    """Video ids as a vocabulary (``names``) and the vocabulary index of every row (``codes``)."""
+
+    names: np.ndarray  # (V,) object, str
+    codes: np.ndarray  # (N,) int64
+
+    @classmethod
+    def of(cls, video_ids: np.ndarray) -> VideoCoding:
+        names, codes = np.unique(np.asarray(video_ids, dtype=str), return_inverse=True)
+        return cls(names.astype(object), codes.reshape(-1).astype(np.int64))
+
+    def ids(self) -> np.ndarray:
+        """The video id of every row (an object array of references to the vocabulary's strings)."""
+        return self.names[self.codes] if len(self.names) else np.array([], dtype=object)
+
+
 @dataclass
 class Annotations:
     """The interactions of one annotation CSV as parallel arrays (one entry per row, file order kept)."""
@@ -232,6 +255,7 @@ class Annotations:
     labels: np.ndarray  # (N,) int64, 1-based ids of the action list
     subject_ids: np.ndarray  # (N,) int64, person (track) id of the subject
     object_ids: np.ndarray  # (N,) int64
+    video_coding: VideoCoding | None = field(default=None, repr=False, compare=False)
 
     @property
     def keyframes(self) -> np.ndarray:
@@ -243,15 +267,85 @@ class Annotations:
         """``"video,TTTT"`` key of every row (the official ``img_key``)."""
         return np.array([keyframe_key(v, t) for v, t in zip(self.video_ids, self.keyframes)], dtype=object)
 
+    def videos(self) -> VideoCoding:
+        """The video ids as a vocabulary and one code per row (kept from the reader, else computed)."""
+        if self.video_coding is None:
+            self.video_coding = VideoCoding.of(self.video_ids)
+        return self.video_coding
+
     def __len__(self) -> int:
         return len(self.labels)
 
 
-def _read_rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, list[str]]]:
+def _read_csv_bytes(path: Path) -> bytes:
+    """The bytes of a CSV (gunzipped when it ends in ``.gz``), refused unless they are UTF-8 text."""
+    data = read_bytes(path, "CSV file")
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = data.count(b"\n", 0, error.start) + 1
+            raise FormatError(str(path), "not UTF-8 text", record=f"line {line}", expected="a UTF-8 CSV file",
+                              found=f"byte 0x{data[error.start]:02x} at offset {error.start}") from None
+    return data
+
+
+def _arrow_columns(data: bytes, columns: tuple[str, ...], integers: tuple[str, ...]) -> dict | None:
+    """Typed columns of a header-less CSV by ``pyarrow.csv``; ``None`` when Arrow cannot type every cell.
+
+    The video ids come back as ``VideoCoding`` (a vocabulary and one integer per row), numbers as numpy
+    arrays. Empty cells and ``NA``-like words are not nulls here: they fail the conversion, so the row reader
+    reports them.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pa_compute
+    import pyarrow.csv as pa_csv
+
+    types = {name: pa.int64() if name in integers else pa.float64() for name in columns[1:]}
+    types[columns[0]] = pa.string()
+    convert = pa_csv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
+                                    quoted_strings_can_be_null=False)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise FormatError(str(path), f"cannot read the file: {error}") from error
+        table = pa_csv.read_csv(pa.BufferReader(data), convert_options=convert,
+                                read_options=pa_csv.ReadOptions(column_names=list(columns)))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    video_ids = table.column(columns[0])
+    names = pa_compute.unique(video_ids)
+    codes = _numpy_of(pa_compute.index_in(video_ids, value_set=names), np.dtype(np.int32))
+    values = {name: _numpy_of(table.column(name), np.dtype(np.int64 if name in integers else np.float64))
+              for name in columns[1:]}
+    values[columns[0]] = VideoCoding(np.array(names.to_pylist(), dtype=object), codes.astype(np.int64))
+    return values
+
+
+def _numpy_of(column, dtype: np.dtype) -> np.ndarray:
+    """A null-free Arrow column of fixed-width numbers as one numpy array, read from its data buffers.
+
+    (``ChunkedArray.to_numpy`` would import pandas, which costs more than reading the whole file.)
+    """
+    parts = [np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk),
+                           offset=chunk.offset * dtype.itemsize) for chunk in column.chunks if len(chunk)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def _valid_boxes(boxes: np.ndarray) -> bool:
+    """Whether every row of an (N, 8) array holds two normalised, ordered xyxy boxes."""
+    return bool(np.isfinite(boxes).all() and boxes.min(initial=0.0) >= 0.0 and boxes.max(initial=0.0) <= 1.0
+                and not (boxes[:, [2, 3, 6, 7]] < boxes[:, [0, 1, 4, 5]]).any())
+
+
+def _valid_labels(labels: np.ndarray, actions: ActionList | None) -> bool:
+    return bool(labels.min(initial=1) >= 1 and (actions is None or np.isin(labels, actions.label_ids).all()))
+
+
+def _valid_video_ids(coding: VideoCoding) -> bool:
+    """No empty id and no id that the row reader would strip (it strips every cell)."""
+    return all(name and name == name.strip() for name in coding.names)
+
+
+def _read_rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, list[str]]]:
+    text = _read_csv_bytes(path).decode("utf-8")
     rows = []
     for line, row in enumerate(csv.reader(io.StringIO(text)), start=1):
         if not row or all(not cell.strip() for cell in row):
@@ -300,14 +394,42 @@ def _check_label(path: Path, line: int, label: int, actions: ActionList | None) 
                           expected="integer >= 1", found=label)
 
 
-def read_annotation_csv(path: str | os.PathLike, actions: ActionList | None = None) -> Annotations:
-    """Read and validate a 13-column SportsHHI annotation CSV.
+def read_annotation_csv(path: str | os.PathLike, actions: ActionList | None = None, *,
+                        one_label_per_pair: bool = False) -> Annotations:
+    """Read and validate a 13-column SportsHHI annotation CSV (``.csv`` or ``.csv.gz``).
 
-    Rejects (with file and line): a wrong column count, non-numbers, boxes outside [0, 1] or with x2 < x1 /
-    y2 < y1, labels missing from ``actions`` (when given), and a second row for the same ordered
-    (subject box, object box) pair in one keyframe, which the official training loader also refuses.
+    Rejects (with file and line): a file that is not UTF-8, a wrong column count, non-numbers, boxes outside
+    [0, 1] or with x2 < x1 / y2 < y1, and labels missing from ``actions`` (when given). The release lists an
+    ordered (subject, object) pair once per label, and the official evaluation counts each row as a GT
+    instance, so several rows of one pair are accepted; ``one_label_per_pair=True`` refuses them instead, as
+    the official training loader does (single-label classification), naming both lines.
     """
     path = Path(path)
+    data = _read_csv_bytes(path)
+    columns = _arrow_columns(data, ANNOTATION_COLUMNS, ("frame_id", "label", "p1_id", "p2_id"))
+    if columns is not None:
+        coding: VideoCoding = columns["video_id"]
+        boxes = np.stack([columns[name] for name in ANNOTATION_COLUMNS[2:10]], axis=1).reshape(-1, 8)
+        frame_ids, labels = columns["frame_id"], columns["label"]
+        valid = (_valid_video_ids(coding) and frame_ids.min(initial=0) >= 0 and _valid_boxes(boxes)
+                 and _valid_labels(labels, actions))
+        if valid and one_label_per_pair:
+            keyframes = frame_ids // FRAMES_PER_KEYFRAME
+            pairs = np.concatenate([coding.codes[:, None], keyframes[:, None], boxes], axis=1)
+            valid = len(np.unique(pairs, axis=0)) == len(pairs)
+        if valid:
+            logger.debug("read %d interactions from %s", len(labels), path)
+            return Annotations(
+                video_ids=coding.ids(), frame_ids=frame_ids.astype(np.int64),
+                subject_boxes=boxes[:, :4].copy(), object_boxes=boxes[:, 4:].copy(),
+                labels=labels.astype(np.int64),
+                subject_ids=columns["p1_id"].astype(np.int64), object_ids=columns["p2_id"].astype(np.int64),
+                video_coding=coding)
+    return _read_annotations_by_row(path, actions, one_label_per_pair)
+
+
+def _read_annotations_by_row(path: Path, actions: ActionList | None, one_label_per_pair: bool) -> Annotations:
+    """The row-by-row reader: slow, and the one that words every error (the first bad line of the file)."""
     rows = _read_rows(path, ANNOTATION_COLUMNS)
     video_ids, frame_ids, labels, subject_ids, object_ids = [], [], [], [], []
     boxes = np.zeros((len(rows), 8), dtype=np.float64)
@@ -321,17 +443,17 @@ def read_annotation_csv(path: str | os.PathLike, actions: ActionList | None = No
             raise FormatError(str(path), "negative frame index", record=f"line {line}", field="frame_id",
                               expected="integer >= 0", found=frame_id)
         coords = [_number(path, line, ANNOTATION_COLUMNS[2 + j], cells[2 + j], float) for j in range(8)]
-        for field, box in zip(_BOX_FIELDS, (coords[:4], coords[4:])):
-            _check_box(path, line, field, box)
+        for field_name, box in zip(_BOX_FIELDS, (coords[:4], coords[4:])):
+            _check_box(path, line, field_name, box)
         label = _number(path, line, "label", cells[10], int)
         _check_label(path, line, label, actions)
         pair = (cells[0], frame_id // FRAMES_PER_KEYFRAME, tuple(coords))
-        if pair in seen:
+        if one_label_per_pair and pair in seen:
             raise FormatError(str(path), "duplicate ordered pair in one keyframe (one label per pair)",
                               record=f"line {line}", field="x11..y22",
                               expected="one row per (subject box, object box) per keyframe",
                               found=f"same pair as line {seen[pair]}")
-        seen[pair] = line
+        seen.setdefault(pair, line)
         video_ids.append(cells[0])
         frame_ids.append(frame_id)
         boxes[i] = coords
@@ -388,6 +510,7 @@ class Predictions:
     object_boxes: np.ndarray  # (N, 4) float64
     labels: np.ndarray  # (N,) int64, 1-based ids of the action list
     scores: np.ndarray  # (N,) float64
+    video_coding: VideoCoding | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_rows(cls, rows: Iterable[PredictionRow | tuple]) -> Predictions:
@@ -406,6 +529,12 @@ class Predictions:
         """``"video,TTTT"`` key of every row."""
         return np.array([keyframe_key(v, t) for v, t in zip(self.video_ids, self.keyframes)], dtype=object)
 
+    def videos(self) -> VideoCoding:
+        """The video ids as a vocabulary and one code per row (kept from the reader, else computed)."""
+        if self.video_coding is None:
+            self.video_coding = VideoCoding.of(self.video_ids)
+        return self.video_coding
+
     def __len__(self) -> int:
         return len(self.labels)
 
@@ -413,11 +542,11 @@ class Predictions:
 def read_prediction_csv(path: str | os.PathLike, actions: ActionList | None = None) -> Predictions:
     """Read and validate a 12-column prediction CSV (keyed by keyframe index, normalised boxes).
 
-    Rejects (with file and line): a wrong column count, non-finite numbers, boxes outside [0, 1] or with
-    x2 < x1 / y2 < y1, and labels missing from ``actions`` (when given). Duplicate rows are allowed: a model
-    may emit the same pair several times and each row is scored. Files of a validation-sized run (500,000+
-    rows) are parsed by Arrow's CSV reader and checked column-wise; any problem sends the file through the
-    row-by-row reader, which names the first offending line.
+    Rejects (with file and line): a file that is not UTF-8, a wrong column count, non-finite numbers, boxes
+    outside [0, 1] or with x2 < x1 / y2 < y1, and labels missing from ``actions`` (when given). Duplicate rows
+    are allowed: a model may emit the same pair several times and each row is scored. The file (``.csv`` or
+    ``.csv.gz``) is decoded by Arrow into typed columns and checked column-wise; any problem sends it through
+    the row-by-row reader, which names the first offending line.
     """
     path = Path(path)
     return _read_predictions_columnar(path, actions) or _read_predictions_by_row(path, actions)
@@ -425,30 +554,19 @@ def read_prediction_csv(path: str | os.PathLike, actions: ActionList | None = No
 
 def _read_predictions_columnar(path: Path, actions: ActionList | None) -> Predictions | None:
     """The whole file through ``pyarrow.csv``; ``None`` whenever any row would need an error message."""
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-
-    types = {name: pa.float64() for name in PREDICTION_COLUMNS}
-    types.update(video_id=pa.string(), keyframe=pa.int64(), label=pa.int64())
-    try:
-        table = pa_csv.read_csv(path, read_options=pa_csv.ReadOptions(column_names=list(PREDICTION_COLUMNS)),
-                                convert_options=pa_csv.ConvertOptions(column_types=types))
-    except (pa.ArrowInvalid, OSError):
+    columns = _arrow_columns(_read_csv_bytes(path), PREDICTION_COLUMNS, ("keyframe", "label"))
+    if columns is None:
         return None
-    column = {name: table.column(name).to_numpy(zero_copy_only=False) for name in PREDICTION_COLUMNS}
-    boxes = np.stack([column[name] for name in PREDICTION_COLUMNS[2:10]], axis=1)
-    video_ids = column["video_id"].astype(object)
-    labels, scores, keyframes = column["label"], column["score"], column["keyframe"]
-    valid = (np.isfinite(boxes).all() and boxes.min(initial=0.0) >= 0.0 and boxes.max(initial=0.0) <= 1.0
-             and not (boxes[:, [2, 3, 6, 7]] < boxes[:, [0, 1, 4, 5]]).any() and np.isfinite(scores).all()
-             and keyframes.min(initial=0) >= 0 and labels.min(initial=1) >= 1
-             and (actions is None or np.isin(labels, actions.label_ids).all())
-             and all(video_ids != ""))
+    coding: VideoCoding = columns["video_id"]
+    boxes = np.stack([columns[name] for name in PREDICTION_COLUMNS[2:10]], axis=1).reshape(-1, 8)
+    labels, scores, keyframes = columns["label"], columns["score"], columns["keyframe"]
+    valid = (_valid_boxes(boxes) and np.isfinite(scores).all() and keyframes.min(initial=0) >= 0
+             and _valid_labels(labels, actions) and _valid_video_ids(coding))
     if not valid:
         return None
-    return Predictions(video_ids=video_ids, keyframes=keyframes.astype(np.int64),
+    return Predictions(video_ids=coding.ids(), keyframes=keyframes.astype(np.int64),
                        subject_boxes=boxes[:, :4].copy(), object_boxes=boxes[:, 4:].copy(),
-                       labels=labels.astype(np.int64), scores=scores.astype(np.float64))
+                       labels=labels.astype(np.int64), scores=scores.astype(np.float64), video_coding=coding)
 
 
 def _read_predictions_by_row(path: Path, actions: ActionList | None) -> Predictions:
@@ -461,8 +579,8 @@ def _read_predictions_by_row(path: Path, actions: ActionList | None) -> Predicti
             raise FormatError(str(path), "negative keyframe index", record=f"line {line}", field="keyframe",
                               expected="integer >= 0", found=keyframe)
         coords = [_number(path, line, PREDICTION_COLUMNS[2 + j], cells[2 + j], float) for j in range(8)]
-        for field, box in zip(_BOX_FIELDS, (coords[:4], coords[4:])):
-            _check_box(path, line, field, box)
+        for field_name, box in zip(_BOX_FIELDS, (coords[:4], coords[4:])):
+            _check_box(path, line, field_name, box)
         label = _number(path, line, "label", cells[10], int)
         _check_label(path, line, label, actions)
         video_ids.append(cells[0])
@@ -521,11 +639,11 @@ def _check_predictions(file: str, predictions: Predictions) -> None:
     bad_box = (~np.isfinite(boxes).all(axis=1) | (boxes < 0).any(axis=1) | (boxes > 1).any(axis=1)
                | (boxes[:, [2, 3, 6, 7]] < boxes[:, [0, 1, 4, 5]]).any(axis=1))
     for i in np.flatnonzero(bad_box)[:1]:
-        for field, box in zip(_BOX_FIELDS, (subject[i].tolist(), obj[i].tolist())):
+        for field_name, box in zip(_BOX_FIELDS, (subject[i].tolist(), obj[i].tolist())):
             if not np.isfinite(box).all():
-                raise FormatError(file, "box is not finite", record=f"line {i + 1}", field=field,
+                raise FormatError(file, "box is not finite", record=f"line {i + 1}", field=field_name,
                                   expected="finite numbers", found=box)
-            _check_box(Path(file), int(i) + 1, field, box)
+            _check_box(Path(file), int(i) + 1, field_name, box)
     for i in np.flatnonzero(~np.isfinite(scores))[:1]:
         raise FormatError(file, "score is not finite", record=f"line {i + 1}", field="score",
                           expected="finite number", found=float(scores[i]))

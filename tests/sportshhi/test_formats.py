@@ -85,17 +85,26 @@ def test_bad_annotation_rows_name_file_line_and_field(tmp_path, actions, row, fi
 
 
 def test_duplicate_ordered_pair_in_one_keyframe_is_refused_with_both_lines(tmp_path, actions):
+    # Issue 12 changed the default: only the builder's reading (one_label_per_pair=True, like the official
+    # training loader) refuses a second label on one pair; evaluation counts each row as a GT instance.
     other_label = ROW.replace(",3,2,5", ",2,2,5")
     same_keyframe = other_label.replace(",105,", ",107,")  # 107 // 5 == 21 too
     with pytest.raises(FormatError, match="duplicate ordered pair") as caught:
-        formats.read_annotation_csv(_csv(tmp_path, ROW, same_keyframe), actions)
+        formats.read_annotation_csv(_csv(tmp_path, ROW, same_keyframe), actions, one_label_per_pair=True)
     assert caught.value.record == "line 2" and "line 1" in str(caught.value)
     swapped = ROW.split(",")
     swapped = swapped[:2] + swapped[6:10] + swapped[2:6] + swapped[10:]
     path = _csv(tmp_path, ROW, ",".join(swapped), name="ok.csv")
-    assert len(formats.read_annotation_csv(path, actions)) == 2
+    assert len(formats.read_annotation_csv(path, actions, one_label_per_pair=True)) == 2
     next_keyframe = ROW.replace(",105,", ",110,")
-    assert len(formats.read_annotation_csv(_csv(tmp_path, ROW, next_keyframe, name="ok2.csv"), actions)) == 2
+    path = _csv(tmp_path, ROW, next_keyframe, name="ok2.csv")
+    assert len(formats.read_annotation_csv(path, actions, one_label_per_pair=True)) == 2
+
+
+def test_one_ordered_pair_with_two_labels_reads_as_two_gt_rows(tmp_path, actions):
+    same_pair_other_label = ROW.replace(",3,2,5", ",2,2,5").replace(",105,", ",107,")
+    ann = formats.read_annotation_csv(_csv(tmp_path, ROW, same_pair_other_label), actions)
+    assert ann.labels.tolist() == [3, 2] and ann.keys.tolist() == ["v_-6Os86HzwCs_c001,0021"] * 2
 
 
 def test_prediction_csv_round_trip_and_validation(tmp_path, actions):
@@ -184,3 +193,38 @@ def test_prediction_rows_with_spaces_still_read(tmp_path):
 def test_video_ids_that_would_break_the_csv_are_refused(tmp_path):
     with pytest.raises(FormatError, match="video id cannot be written"):
         formats.write_prediction_csv(tmp_path / "p.csv", [("v,1", 1, (0, 0, 1, 1), (0, 0, 1, 1), 2, 0.5)])
+
+
+# ------------------------------------------------------------------- columnar readers (issue 11) and bad bytes
+
+
+def test_annotation_reader_keeps_video_codes_and_reads_gzip(tmp_path, actions):
+    import gzip
+
+    other = ROW.replace("v_-6Os86HzwCs_c001", "v_b_c002").replace(",3,2,5", ",2,2,5")
+    plain = formats.read_annotation_csv(_csv(tmp_path, ROW, other, ROW.replace(",105,", ",110,")), actions)
+    assert plain.video_coding is not None  # decoded by the columnar path, no string per row
+    assert plain.videos().names[plain.videos().codes].tolist() == plain.video_ids.tolist()
+    assert plain.video_ids.tolist() == ["v_-6Os86HzwCs_c001", "v_b_c002", "v_-6Os86HzwCs_c001"]
+    packed = tmp_path / "ann.csv.gz"
+    packed.write_bytes(gzip.compress((tmp_path / "ann.csv").read_bytes()))
+    again = formats.read_annotation_csv(packed, actions)
+    assert again.keys.tolist() == plain.keys.tolist()
+    assert np.array_equal(again.subject_boxes, plain.subject_boxes)
+
+
+@pytest.mark.parametrize("reader", [formats.read_annotation_csv, formats.read_prediction_csv])
+def test_a_csv_that_is_not_utf8_names_file_line_and_byte(tmp_path, reader):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(ROW.encode() + b"\n" + ROW.replace("v_-6Os86HzwCs", "v_caf\xe9").encode("latin-1") + b"\n")
+    with pytest.raises(FormatError, match="not UTF-8 text") as caught:
+        reader(path)
+    assert caught.value.file == str(path) and caught.value.record == "line 2"
+    assert "byte 0xe9" in str(caught.value)
+
+
+def test_cells_arrow_would_call_null_still_get_the_row_readers_message(tmp_path, actions):
+    path = _csv(tmp_path, "v_a_c001,3,0.1,0.2,0.3,0.9,0.5,0.2,0.7,0.9,2,NA", name="na.csv")
+    with pytest.raises(FormatError, match="not a finite number|not a number") as caught:
+        formats.read_prediction_csv(path, actions)
+    assert caught.value.record == "line 1" and caught.value.field == "score"
