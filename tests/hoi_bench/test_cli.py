@@ -211,3 +211,22 @@ def test_deferred_functions_import_their_module_when_called():
     to_hls = deferred("colorsys:rgb_to_hls")
     assert "colorsys" not in sys.modules
     assert to_hls(1.0, 0.0, 0.0) == (0.0, 0.5, 1.0) and "colorsys" in sys.modules
+
+
+HEAVY_MODULES = ("numpy", "datasets", "pyarrow", "matplotlib", "torch", "evaluate", "huggingface_hub", "PIL",
+                 "transformers", "accelerate", "scipy", "pandas")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["evaluate", "hoi_map", "--help"], ["evaluate", "haystack", "--help"],
+                                  ["evaluate", "hhi", "--help"], ["show", "haystack", "--help"]])
+def test_help_imports_no_heavy_library(argv):
+    """Start-up stays fast: listing or describing a command loads no numerical, Hub or plotting library
+    (the time itself is measured by benchmarks/startup.py, never asserted)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom hoi_bench import cli\ntry:\n    cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+             f"print(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.rstrip().splitlines()[-1] == "[]", done.stdout + done.stderr
