@@ -38,7 +38,8 @@ def register(registry: Registry) -> None:
     registry.add_demo_step(DemoStep("haystack: score a frequency prior (P-AUC / PDD / PDO, R@k)", 31, demo_score))
     # training command and demo step (issue 7): the baseline module (numpy, torch) loads only when they run
     registry.add_command(Command("train", "haystack", TRAIN_HELP,
-                                 deferred("haystack_dataset.baseline:configure_parser"), deferred("haystack_dataset.baseline:train")))
+                                 deferred("haystack_dataset.baseline:configure_parser"),
+                                 deferred("haystack_dataset.baseline:train")))
     registry.add_demo_step(DemoStep(TRAIN_DEMO_NAME, 51, deferred("haystack_dataset.baseline:demo")))
 
 

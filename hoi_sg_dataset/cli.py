@@ -48,7 +48,8 @@ def register(registry: Registry) -> None:
     registry.add_demo_step(DemoStep("hoi_sg: build the sample into a Hub folder and load it", 10, run_demo))
     # training command and demo step (issue 7): the baseline module (numpy, torch) loads only when they run
     registry.add_command(Command("train", "hoi_sg", TRAIN_HELP,
-                                 deferred("hoi_sg_dataset.baseline:configure_parser"), deferred("hoi_sg_dataset.baseline:train")))
+                                 deferred("hoi_sg_dataset.baseline:configure_parser"),
+                                 deferred("hoi_sg_dataset.baseline:train")))
     registry.add_demo_step(DemoStep(TRAIN_DEMO_NAME, 50, deferred("hoi_sg_dataset.baseline:demo")))
 
 

@@ -29,7 +29,8 @@ def register(registry: Registry) -> None:
     registry.add_demo_step(DemoStep("sportshhi: score the proximity-prior rule (HHICls)", 33, demo_score))
     # training command and demo step (issue 7): the baseline module (numpy, torch) loads only when they run
     registry.add_command(Command("train", "sportshhi", TRAIN_HELP,
-                                 deferred("sportshhi.baseline:configure_parser"), deferred("sportshhi.baseline:train")))
+                                 deferred("sportshhi.baseline:configure_parser"),
+                                 deferred("sportshhi.baseline:train")))
     registry.add_demo_step(DemoStep(TRAIN_DEMO_NAME, 53, deferred("sportshhi.baseline:demo")))
 
 
