@@ -18,7 +18,7 @@ import datasets
 import numpy as np
 
 from hoi_bench.boxes import iou_matrix
-from hoi_bench.errors import MissingFilesError
+from hoi_bench.errors import FormatError, MissingFilesError
 from hoi_bench.hub import CardSpec, build_hub_folder
 from hoi_bench.images import embedded_image, image_size
 from sportshhi import formats
@@ -255,8 +255,11 @@ def read_split(root: Path, split: str, actions: formats.ActionList) -> list[Keyf
     Keyframes without a GT-proposal entry get only their annotated people; keyframes without a detector entry
     get no detections (the official loader substitutes a dummy [0, 0, 1, 1] box instead).
     """
-    annotations = formats.read_annotation_csv(root / formats.annotation_file(split), actions,
-                                              one_label_per_pair=True)
+    csv_path = root / formats.annotation_file(split)
+    annotations = formats.read_annotation_csv(csv_path, actions, one_label_per_pair=True)
+    if not len(annotations):
+        raise FormatError(str(csv_path), f"no interactions: the {split} split would be empty",
+                          expected="at least one annotation row", found="no rows")
     gt_proposals = formats.read_proposals(root / formats.gt_proposal_file(split))
     detections = formats.read_proposals(root / formats.detector_proposal_file(split))
     grouped: dict[tuple[str, int], list[tuple]] = {}

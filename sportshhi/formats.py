@@ -209,6 +209,9 @@ def read_action_list(path: str | os.PathLike) -> ActionList:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise FormatError(str(path), f"cannot read the action list: {error}") from error
+    except UnicodeDecodeError as error:
+        raise FormatError(str(path), "not UTF-8 text", expected="a UTF-8 pbtxt file",
+                          found=f"byte 0x{error.object[error.start]:02x} at offset {error.start}") from None
     return parse_action_list(text, str(path))
 
 
@@ -677,7 +680,8 @@ def read_proposals(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Read a proposal pickle: ``{"video,TTTT": N×4 or N×5 array}`` -> ``{key: float64 N×5 array}``.
 
     N×4 arrays (GT human boxes) get a score column of 1.0, which is how the official loader treats them (it
-    keeps every box); N×5 arrays keep their detector score. Boxes are checked like annotation boxes.
+    keeps every box); N×5 arrays keep their detector score, which must be a number in [0, 1] (a NaN would
+    silently drop the box from the official ``score >= 0.9`` filter). Boxes are checked like annotation boxes.
     """
     path = Path(path)
     try:
@@ -703,11 +707,16 @@ def read_proposals(path: str | os.PathLike) -> dict[str, np.ndarray]:
                               expected="(N, 4) or (N, 5)", found=array.shape)
         if array.shape[1] == 4:
             array = np.concatenate([array, np.ones((len(array), 1))], axis=1)
-        for row, box in enumerate(array[:, :4].tolist()):
-            x1, y1, x2, y2 = box
-            if not np.isfinite(box).all() or min(box) < 0.0 or max(box) > 1.0 or x2 < x1 or y2 < y1:
-                raise FormatError(str(path), "bad proposal box", record=key, field=f"row {row}",
-                                  expected="normalised xyxy in [0, 1] with x1 <= x2, y1 <= y2", found=box)
+        boxes, scores = array[:, :4], array[:, 4]
+        bad_box = (~np.isfinite(boxes).all(axis=1) | (boxes < 0.0).any(axis=1) | (boxes > 1.0).any(axis=1)
+                   | (boxes[:, 2] < boxes[:, 0]) | (boxes[:, 3] < boxes[:, 1]))
+        for row in np.flatnonzero(bad_box)[:1]:
+            raise FormatError(str(path), "bad proposal box", record=key, field=f"row {row}",
+                              expected="normalised xyxy in [0, 1] with x1 <= x2, y1 <= y2",
+                              found=boxes[row].tolist())
+        for row in np.flatnonzero(~((scores >= 0.0) & (scores <= 1.0)))[:1]:  # NaN fails both comparisons
+            raise FormatError(str(path), "bad detector score", record=key, field=f"row {row}, column 5",
+                              expected="a score in [0, 1]", found=float(scores[row]))
         proposals[key] = array
     return proposals
 
