@@ -106,12 +106,12 @@ def run_demo(registry: Registry, out_dir: Path) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     context = DemoContext(out_dir=out_dir, say=lambda text: print(f"  {text}", flush=True))
     steps = sorted(registry.demo_steps, key=lambda s: (s.order, s.name))
-    with _quiet_progress_bars():
-        for step in steps:
-            print(f"== {step.name}", flush=True)
-            started = time.perf_counter()
+    for step in steps:
+        print(f"== {step.name}", flush=True)
+        started = time.perf_counter()
+        with _quiet_progress_bars():  # per step: a step may switch the bars back on when it ends
             step.run(context)
-            print(f"  ({time.perf_counter() - started:.1f} s)", flush=True)
+        print(f"  ({time.perf_counter() - started:.1f} s)", flush=True)
     if context.artifacts:
         print("\n== Files")
         print(format_table(["what", "where"], [[k, str(v)] for k, v in context.artifacts.items()]))
