@@ -16,6 +16,7 @@ does not grow with the size of a split.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import math
 import os
@@ -45,6 +46,8 @@ HOI_BENCH_TAG = "hoi-bench"
 LOCK_TIMEOUT_S = 6 * 3600.0
 LOCK_POLL_S = 0.2
 EMBEDDING_FOLDER = ".embedding"
+EMBED_BATCH_ROWS = 1000  # datasets.map's default batch: the Arrow batches push_to_hub would embed
+EMBED_CHUNK_BYTES = 64 * 1024 * 1024
 OUT_EXPECTED = "a new or empty folder, or a dataset folder written by hoi-bench"
 
 
@@ -356,24 +359,70 @@ def _write_split(
     """Write ``ds`` as ``<split>-0000i-of-0000N.parquet`` shards of at most ``max_shard_bytes``; return the
     embedded split's Arrow size and the shard file sizes.
 
-    Files referenced by path are embedded batch by batch into a memory-mapped Arrow file under ``scratch``
-    (deleted afterwards), then each shard is cut from it and written on its own: memory holds one batch or one
-    shard at a time, never the split, and the shards are the bytes ``push_to_hub`` would write.
+    The bytes are those of embedding the whole split in memory and cutting it into shards (what ``push_to_hub``
+    does), but memory holds one chunk or one shard at a time: files referenced by path are embedded chunk by
+    chunk into Arrow files under ``scratch`` (deleted afterwards), and every chunk and every shard is read
+    through a memory map of its own that is dropped once written, so the pages read do not pile up in the
+    process either.
     """
     scratch.mkdir(exist_ok=True)
-    arrow_file = scratch / f"{folder.name}-{split}.arrow"
-    embedded = ds.with_format("arrow").map(embed_table_storage, batched=True, cache_file_name=str(arrow_file),
-                                           load_from_cache_file=False, desc=f"embedding {split}").with_format()
-    num_bytes = embedded.data.nbytes
+    parts = []
+    rows = _embedding_chunk_rows(ds)
+    for start in range(0, len(ds), rows):
+        part = scratch / f"{folder.name}-{split}-{len(parts):05d}.arrow"
+        with _remapped(ds) as source:
+            chunk = source.select(range(start, min(start + rows, len(ds)))).with_format("arrow")
+            chunk.map(embed_table_storage, batched=True, batch_size=EMBED_BATCH_ROWS,
+                      writer_batch_size=EMBED_BATCH_ROWS, cache_file_name=str(part), load_from_cache_file=False,
+                      desc=f"embedding {split}")
+            del chunk
+        parts.append(part)
+    with _opened_parts(parts, ds.features) as embedded:
+        num_bytes = embedded.data.nbytes
     num_shards = max(1, math.ceil(num_bytes / max_shard_bytes))
     sizes = []
     for index in range(num_shards):
         path = folder / f"{split}-{index:05d}-of-{num_shards:05d}.parquet"
-        embedded.shard(num_shards=num_shards, index=index, contiguous=True).to_parquet(str(path))
+        with _opened_parts(parts, ds.features) as embedded:
+            embedded.shard(num_shards=num_shards, index=index, contiguous=True).to_parquet(str(path))
         sizes.append(path.stat().st_size)
-    del embedded
     shutil.rmtree(scratch, ignore_errors=True)
     return num_bytes, sizes
+
+
+def _embedding_chunk_rows(ds: datasets.Dataset) -> int:
+    """Rows embedded per memory map: about ``EMBED_CHUNK_BYTES`` of the split, in whole ``map`` batches (so the
+    Arrow batches written are those of one ``map`` over the whole split)."""
+    row_bytes = ds.data.nbytes / max(1, len(ds))
+    batches = max(1, int(EMBED_CHUNK_BYTES / max(1.0, row_bytes * EMBED_BATCH_ROWS)))
+    return batches * EMBED_BATCH_ROWS
+
+
+@contextlib.contextmanager
+def _remapped(ds: datasets.Dataset) -> Iterator[datasets.Dataset]:
+    """``ds`` read through fresh memory maps of its Arrow files, unmapped after the block (``ds`` itself when it
+    is held in memory or is a selection of its files)."""
+    files = [entry["filename"] for entry in ds.cache_files]
+    if not files or ds._indices is not None:
+        yield ds
+        return
+    with _opened_parts(files, ds.features) as source:
+        if len(source) != len(ds):
+            yield ds
+        else:
+            yield source
+
+
+@contextlib.contextmanager
+def _opened_parts(files: list, features: datasets.Features) -> Iterator[datasets.Dataset]:
+    """The Arrow files ``files`` as one dataset, memory-mapped for the block only."""
+    parts = [datasets.Dataset.from_file(str(file), info=datasets.DatasetInfo(features=features)) for file in files]
+    dataset = datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
+    try:
+        yield dataset
+    finally:
+        del dataset, parts
+        gc.collect()  # a Dataset sits in reference cycles: collect them so its memory maps are closed now
 
 
 def _write_card(stage: Path, previous: Path, card: CardSpec, infos: dict[str, DatasetInfo],

@@ -1,15 +1,26 @@
-"""Hub folders: round trip through load_dataset, adding configs, atomic failure, streaming."""
+"""Hub folders: round trip through load_dataset, adding configs, atomic failure, streaming, shard-by-shard
+writing, what an existing folder keeps, locks and leftovers of killed writers, and image checks."""
 
 from __future__ import annotations
 
 import io
+import math
+import struct
+import subprocess
+import sys
+import zlib
 
 import datasets
 import pytest
 from datasets import ClassLabel, Features, Image, List, Value
+from datasets.table import embed_table_storage
+from huggingface_hub import DatasetCard
 from PIL import Image as PILImage
 
-from hoi_bench.hub import CardSpec, staged_replace, write_hub_folder
+from hoi_bench import hub
+from hoi_bench.errors import FormatError, HoiBenchError, OutputPathError
+from hoi_bench.hub import CardSpec, build_hub_folder, folder_lock, staged_replace, write_hub_folder
+from hoi_bench.images import embedded_image, image_size
 
 FEATURES = Features({
     "image": Image(),
@@ -120,3 +131,142 @@ def test_shards_are_size_bounded(tmp_path):
     shards = sorted((folder / "a").glob("train-*.parquet"))
     assert len(shards) > 1 and shards[0].name.endswith(f"-of-{len(shards):05d}.parquet")
     assert _load(folder, "a")["train"].num_rows == 8
+
+
+def test_card_yaml_leaves_features_to_the_parquet_files(tmp_path):
+    """The YAML lists no features (so it stays small with many configs); load_dataset still gets ClassLabel names."""
+    folder = tmp_path / "toy"
+    many = {f"c{i}": datasets.DatasetDict(train=_dataset(2)) for i in range(30)}
+    write_hub_folder(folder, many, CARD)
+    readme = (folder / "README.md").read_text()
+    assert "ride" not in readme.split("\n---\n")[0] and len(readme) < 8_000
+    assert "- hoi-bench" in readme
+    assert _load(folder, "c29")["train"].features == FEATURES
+    streamed = datasets.load_dataset(str(folder), "c7", split="train", streaming=True)
+    assert streamed.features == FEATURES
+
+
+def test_split_is_written_in_several_shards_with_the_same_rows(tmp_path):
+    folder = tmp_path / "toy"
+    write_hub_folder(folder, {"a": datasets.DatasetDict(train=_dataset(40))}, CARD, max_shard_bytes=1_000)
+    shards = sorted((folder / "a").glob("train-*.parquet"))
+    assert len(shards) > 3
+    loaded = _load(folder, "a")["train"].cast_column("image", Image(decode=False))
+    original = _dataset(40).cast_column("image", Image(decode=False))
+    assert loaded["image"] == original["image"] and loaded["verbs"] == original["verbs"]
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())
+
+
+def test_staged_replace_refuses_a_file_and_keeps_it(tmp_path):
+    target = tmp_path / "episodes"
+    target.write_text("mine")
+    with pytest.raises(OutputPathError, match="is a file"), staged_replace(target) as stage:
+        (stage / "x").write_text("1")
+    assert target.read_text() == "mine" and sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
+
+
+def test_staged_replace_keeps_entries_it_does_not_own(tmp_path):
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / ".git").mkdir()
+    (target / "theirs.txt").write_text("keep")
+    (target / "old_result.json").write_text("stale")
+    with staged_replace(target, owned=lambda entry: entry.suffix == ".json") as stage:
+        (stage / "new_result.json").write_text("fresh")
+    assert sorted(p.name for p in target.iterdir()) == [".git", "new_result.json", "theirs.txt"]
+
+
+def test_a_build_killed_between_its_renames_gets_the_previous_folder_back(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folder = tmp_path / "toy"
+    write_hub_folder(folder, {"a": datasets.DatasetDict(train=_dataset(3))}, CARD)
+    folder.rename(tmp_path / f".toy.previous-{dead.pid}")  # the moment a killed writer left behind
+    write_hub_folder(folder, {"b": datasets.DatasetDict(train=_dataset(2))}, CARD)
+    assert datasets.get_dataset_config_names(str(folder)) == ["a", "b"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "toy"] or sorted(
+        p.name for p in tmp_path.iterdir()) == ["toy"]
+
+
+def test_a_busy_folder_times_out_with_a_clear_error(tmp_path):
+    folder = tmp_path / "toy"
+    with folder_lock(folder), pytest.raises(HoiBenchError, match="another hoi-bench process"):
+        write_hub_folder(folder, {"a": datasets.DatasetDict(train=_dataset(2))}, CARD, lock_timeout=0.5)
+    assert not folder.exists()
+    assert list(tmp_path.iterdir()) == []  # the lock file goes with its holder
+
+
+def test_num_proc_below_one_is_an_error(tmp_path):
+    with pytest.raises(HoiBenchError, match="--num-proc 0"):
+        build_hub_folder(datasets.GeneratorBasedBuilder, ["x"], tmp_path / "out", CARD, data_dir=tmp_path,
+                         num_proc=0)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_embedded_images_are_checked_before_embedding(tmp_path):
+    good = tmp_path / "good.png"
+    good.write_bytes(_png(3))
+    assert embedded_image(good) == {"bytes": _png(3), "path": "good.png"}
+    text = tmp_path / "notes.jpg"
+    text.write_text("not a picture")
+    with pytest.raises(FormatError, match="notes.jpg: record 7: not an image file"):
+        embedded_image(text, record=7)
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(_png_claiming(20_000, 20_000))  # 400 megapixels: Pillow's own limit raises here
+    with pytest.raises(FormatError, match=r"bomb.png: image of .* too large"):
+        embedded_image(bomb)
+    big = tmp_path / "big.png"
+    big.write_bytes(_png_claiming(12_000, 9_000))  # 108 megapixels: Pillow only warns; the limit refuses
+    with pytest.raises(FormatError, match=r"big.png: image of 12000 x 9000 = 108,000,000 pixels"):
+        image_size(big)
+    truncated = tmp_path / "cut.jpg"
+    buffer = io.BytesIO()
+    PILImage.new("RGB", (64, 48), (9, 9, 9)).save(buffer, format="JPEG")
+    truncated.write_bytes(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+    with pytest.raises(FormatError, match="cut.jpg: image does not decode"):
+        embedded_image(truncated)
+
+
+def _png_claiming(width: int, height: int) -> bytes:
+    """A PNG of a few bytes whose header claims ``width`` x ``height`` pixels (a decompression bomb's shape)."""
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    data = zlib.compress(b"\0" * 64)
+    return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", data) + _chunk(b"IEND", b"")
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def test_chunked_embedding_writes_the_bytes_of_a_whole_split_embedded_at_once(tmp_path, monkeypatch):
+    """Chunk by chunk and shard by shard, yet the same parquet bytes and sizes as embedding the whole split in
+    memory and cutting it into shards (the previous writer, and push_to_hub)."""
+    pictures = tmp_path / "pictures"
+    pictures.mkdir()
+    for i in range(7):
+        (pictures / f"{i}.png").write_bytes(_png(i))
+    n = 2_345
+    rows = {  # every third image by path only, so embedding reads files
+        "image": [{"bytes": None, "path": str(pictures / f"{i % 7}.png")} if i % 3 == 0 else
+                  {"bytes": _png(i % 200), "path": f"{i}.png"} for i in range(n)],
+        "boxes": [[[0.0, 0.0, float(i + 1), 2.0]] * (i % 3) for i in range(n)],
+        "verbs": [[i % 3] * (i % 3) for i in range(n)],
+    }
+    dataset = datasets.Dataset.from_dict(rows, features=FEATURES)
+    dataset.save_to_disk(str(tmp_path / "arrow"))
+    mapped = datasets.load_from_disk(str(tmp_path / "arrow"))  # memory-mapped, as builders give it
+    monkeypatch.setattr(hub, "EMBED_CHUNK_BYTES", 1)  # one map batch (1,000 rows) per chunk: three chunks
+    folder = tmp_path / "toy"
+    write_hub_folder(folder, {"a": datasets.DatasetDict(train=mapped)}, CARD, max_shard_bytes=60_000)
+
+    whole = mapped.with_format("arrow").map(embed_table_storage, batched=True, keep_in_memory=True).with_format()
+    num_shards = math.ceil(whole.data.nbytes / 60_000)
+    assert num_shards > 2
+    written = sorted((folder / "a").glob("train-*.parquet"))
+    assert [p.name for p in written] == [f"train-{i:05d}-of-{num_shards:05d}.parquet" for i in range(num_shards)]
+    for index, path in enumerate(written):
+        reference = tmp_path / "reference.parquet"
+        whole.shard(num_shards=num_shards, index=index, contiguous=True).to_parquet(str(reference))
+        assert path.read_bytes() == reference.read_bytes(), path.name
+    card = DatasetCard.load(folder / "README.md").data.to_dict()
+    assert card["dataset_info"]["splits"][0]["num_bytes"] == whole.data.nbytes
