@@ -194,10 +194,10 @@ def demo(context) -> None:
         from bongard_hoi.builder import build_hub
         from bongard_hoi.samples import write_sample
 
-        return build_hub(write_sample(hub.parent / "native"), hub)
+        return build_hub(write_sample(base / "native"), hub, synthetic=True)
 
-    base = context.out_dir / "bongard_hoi"
-    hub = demo_hub_folder(base, build)
+    base = context.out_dir / "work" / "bongard_hoi"
+    hub = demo_hub_folder(context.out_dir / "bongard_hoi", build)
     results = run(parse_args(["--data", str(hub), "--output-dir", str(base / "protonet"), "--cache-dir",
                               str(base / "cache"), "--max-steps", str(DEMO_STEPS), "--batch-size", "4",
                               "--learning-rate", "1e-3", "--checkpointing-steps", str(DEMO_STEPS)]))

@@ -321,22 +321,29 @@ def _cached_crop(path: str, crop_bbox: tuple[int, int, int, int]) -> bytes:
     return crop_bytes(path, crop_bbox)
 
 
-def card_spec() -> CardSpec:
-    """The dataset card of a Bongard-HOI Hub folder (template ``bongard_hoi/card.md``)."""
+def card_spec(synthetic: bool = False) -> CardSpec:
+    """The dataset card of a Bongard-HOI Hub folder (template ``bongard_hoi/card.md``); ``synthetic``: the folder
+    is built from hoi-bench's synthetic sample, and the card says so."""
     from importlib import resources
 
+    from hoi_bench.cards import select_source
+
     template = resources.files("bongard_hoi").joinpath("card.md").read_text(encoding="utf-8")
+    template = select_source(template, synthetic=synthetic)
     return CardSpec(pretty_name="Bongard-HOI", license="other", task_categories=["image-classification"],
+                    extra_metadata={"license_name": "bongard-hoi-mixed",
+                                    "license_link": "https://github.com/NVlabs/Bongard-HOI/blob/master/LICENSE"},
                     template=template, citation=CITATION, tags=["few-shot", "human-object-interaction", "bongard"])
 
 
 def build_hub(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *, crop: bool = True,
               splits: tuple[str, ...] | None = None, annotation_dir: str = "bongard_hoi_release",
-              image_dir: str = "images", configs: Sequence[str] = (CONFIG_NAME,)) -> Path:
+              image_dir: str = "images", configs: Sequence[str] = (CONFIG_NAME,), synthetic: bool = False) -> Path:
     """Build the episode files under ``data_dir`` into the Hub folder ``out_dir``.
 
     ``configs``: ``episodes`` (images embedded in every episode row) and/or the pair ``episode_refs`` +
-    ``images`` (each distinct picture stored once; see the dataset card for the size trade-off).
+    ``images`` (each distinct picture stored once; see the dataset card for the size trade-off). ``synthetic``:
+    ``data_dir`` is hoi-bench's synthetic sample (the card says so).
     """
     for name in configs:
         if name not in CONFIG_NAMES:
@@ -346,7 +353,7 @@ def build_hub(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *, crop: 
     kwargs = {"crop": crop, "annotation_dir": annotation_dir, "image_dir": image_dir}
     if splits is not None:
         kwargs["splits"] = tuple(splits)
-    return build_hub_folder(BongardHoi, list(configs), out_dir, card_spec(), data_dir=str(Path(data_dir).absolute()),
+    return build_hub_folder(BongardHoi, list(configs), out_dir, card_spec(synthetic), data_dir=str(Path(data_dir).absolute()),
                             default_config=configs[0], config_card=config_card, **kwargs)
 
 

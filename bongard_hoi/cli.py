@@ -205,10 +205,10 @@ def _demo_build(context: DemoContext) -> None:
     from bongard_hoi.samples import write_sample
     from bongard_hoi.sheet import save_sheet
 
-    base = context.out_dir / BENCHMARK
+    base = context.out_dir / "work" / BENCHMARK
     native = write_sample(base / "native")
     context.say(f"wrote the synthetic native layout (nine episode files + HAKE-style image folders) to {native}")
-    hub = build_hub(native, base / "hub")
+    hub = build_hub(native, context.out_dir / BENCHMARK, synthetic=True)
     dataset = load_dataset(str(hub), "episodes", cache_dir=str(base / "cache"))
     sizes = ", ".join(f"{split} {len(rows)}" for split, rows in dataset.items())
     context.say(f"built {hub} and loaded it with load_dataset: {sizes} episodes")
@@ -230,10 +230,10 @@ def _demo_rule(context: DemoContext) -> None:
     from bongard_hoi.samples import write_sample
     from bongard_hoi.simple_rule import predict_split
 
-    base = context.out_dir / BENCHMARK
-    hub = base / "hub"
+    base = context.out_dir / "work" / BENCHMARK
+    hub = context.out_dir / BENCHMARK
     if not (hub / "README.md").is_file():
-        hub = build_hub(write_sample(base / "native"), hub)
+        hub = build_hub(write_sample(base / "native"), hub, synthetic=True)
     records = []
     for split in TEST_SPLITS:
         rows = load_dataset(str(hub), "episodes", split=split, cache_dir=str(base / "cache"))

@@ -282,10 +282,10 @@ def demo(context) -> None:
         from haystack_dataset.builder import build
         from haystack_dataset.samples import write_sample
 
-        return build(write_sample(hub.parent / "native").root, hub)
+        return build(write_sample(base / "native").root, hub, synthetic=True)
 
-    base = context.out_dir / "haystack"
-    hub = demo_hub_folder(base, build)
+    base = context.out_dir / "work" / "haystack"
+    hub = demo_hub_folder(context.out_dir / "haystack", build)
     args = parse_args(["--data", str(hub), "--output-dir", str(base / "predcls"),
                        "--cache-dir", str(base / "cache"), "--max-steps", str(DEMO_STEPS),
                        "--batch-size", "4", "--learning-rate", "1e-3",

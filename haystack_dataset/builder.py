@@ -239,20 +239,28 @@ def config_card(builder: datasets.DatasetBuilder, dataset_dict: datasets.Dataset
 CONFIG_NAMES = ("psg", "haystack")
 
 
-def card_spec() -> CardSpec:
-    """Dataset card of the Hub folder: ``card.md`` with the per-config sections and the citation filled in."""
+def card_spec(synthetic: bool = False) -> CardSpec:
+    """Dataset card of the Hub folder: ``card.md`` with the per-config sections and the citation filled in;
+    ``synthetic``: the folder is built from hoi-bench's synthetic sample, and the card says so."""
+    from hoi_bench.cards import select_source
+
     template = resources.files("haystack_dataset").joinpath("card.md").read_text(encoding="utf-8")
+    template = select_source(template, synthetic=synthetic)
     return CardSpec(pretty_name="Haystack and PSG panoptic scene graphs", license="other",
+                    extra_metadata={"license_name": "haystack-psg-mixed",
+                                    "license_link": "https://github.com/lorjul/haystack"},
                     task_categories=["image-segmentation", "image-to-text"], template=template, citation=CITATION,
                     tags=["scene-graph", "panoptic-segmentation", "visual-relationship-detection", "psg", "haystack"])
 
 
 def build(data_dir: str | os.PathLike, out_dir: str | os.PathLike, configs: list[str] | tuple[str, ...] = CONFIG_NAMES,
           *, annotation_files: dict[str, str] | None = None, image_root: str | None = None,
+          synthetic: bool = False,
           num_proc: int | None = None) -> Path:
     """Build ``configs`` from the local copy in ``data_dir`` into the Hub folder ``out_dir`` (load it with
     ``load_dataset(out_dir, "haystack")``); configs already in ``out_dir`` and not rebuilt are kept.
 
+    ``synthetic``: ``data_dir`` is hoi-bench's synthetic sample (the card says so).
     ``annotation_files`` maps a config to its annotation file relative to ``data_dir`` (defaults: ``psg/psg.json``,
     ``haystack/annotation_v1.json``); ``image_root`` replaces ``coco`` as the folder images are looked up in.
     """
@@ -264,6 +272,7 @@ def build(data_dir: str | os.PathLike, out_dir: str | os.PathLike, configs: list
         if annotation_file:
             overrides.setdefault(name, {})["annotation_file"] = annotation_file
     extra = {"image_root": image_root} if image_root else {}
-    return build_hub_folder(Haystack, list(configs), out_dir, card_spec(), data_dir=data_dir, num_proc=num_proc,
+    return build_hub_folder(Haystack, list(configs), out_dir, card_spec(synthetic), data_dir=data_dir,
+                            num_proc=num_proc,
                             config_card=config_card, config_kwargs=overrides,
                             default_config="haystack" if "haystack" in configs else None, **extra)

@@ -227,7 +227,7 @@ def _run_show(args: argparse.Namespace) -> int:
 
 
 def _hub_folder(context: DemoContext) -> Path:
-    return context.out_dir / BENCHMARK / "hub"
+    return context.out_dir / BENCHMARK
 
 
 def demo_build(context: DemoContext) -> None:
@@ -239,10 +239,10 @@ def demo_build(context: DemoContext) -> None:
     from haystack_dataset.builder import build
     from haystack_dataset.samples import write_sample
 
-    base = context.out_dir / BENCHMARK
+    base = context.out_dir / "work" / BENCHMARK
     layout = write_sample(base / "native")
     context.say(f"wrote the synthetic PSG + Haystack layout to {layout.root}")
-    out = build(layout.root, _hub_folder(context))
+    out = build(layout.root, _hub_folder(context), synthetic=True)
     with tempfile.TemporaryDirectory() as cache:
         psg = load_dataset(str(out), "psg", cache_dir=cache)
         haystack = load_dataset(str(out), "haystack", split="test", cache_dir=cache)
@@ -275,7 +275,7 @@ def demo_score(context: DemoContext) -> None:
     from haystack_dataset.recall import psg_recall
     from hoi_bench.files import write_json_atomic
 
-    base = context.out_dir / BENCHMARK
+    base = context.out_dir / "work" / BENCHMARK
     if not (_hub_folder(context) / "README.md").is_file():
         demo_build(context)
     classes = psg_classes()

@@ -822,10 +822,10 @@ def _save_checkpoint(accelerator, config: TrainingConfig, progress: _Progress) -
     accelerator.wait_for_everyone()
 
 
-def demo_hub_folder(context_dir: Path, build) -> Path:
-    """The Hub folder a benchmark's demo build step wrote under ``context_dir / "hub"``, built with
-    ``build(hub_path)`` when that step did not run (e.g. a single demo step run on its own)."""
-    hub = Path(context_dir) / "hub"
+def demo_hub_folder(hub: Path, build) -> Path:
+    """The Hub folder ``hub`` a benchmark's demo build step wrote, built with ``build(hub)`` when that step did
+    not run (e.g. a single demo step run on its own)."""
+    hub = Path(hub)
     if not (hub / "README.md").is_file():
         hub = Path(build(hub))
     return hub

@@ -290,10 +290,10 @@ def demo(context) -> None:
         from hoi_sg_dataset.hub_folder import build_hoi_sg
         from hoi_sg_dataset.samples import write_sample
 
-        return build_hoi_sg(write_sample(hub.parent / "sample").root, hub, [DEMO_CONFIG])
+        return build_hoi_sg(write_sample(base / "sample").root, hub, [DEMO_CONFIG], synthetic=True)
 
-    base = context.out_dir / "hoi_sg"
-    hub = demo_hub_folder(base, build)
+    base = context.out_dir / "work" / "hoi_sg"
+    hub = demo_hub_folder(context.out_dir / "hoi_sg", build)
     common = ["--data", str(hub), "--config", DEMO_CONFIG, "--cache-dir", str(base / "cache")]
     runs = {
         "object prior": common + ["--model", "object-prior",

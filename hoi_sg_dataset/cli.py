@@ -253,10 +253,10 @@ def run_demo(context: DemoContext) -> None:
     from hoi_sg_dataset.hub_folder import build_hoi_sg
     from hoi_sg_dataset.samples import write_sample
 
-    base = context.out_dir / BENCHMARK
+    base = context.out_dir / "work" / BENCHMARK  # the Hub folder is demo-output/hoi_sg: load_dataset("hoi_sg", ...) from demo-output
     layout = write_sample(base / "sample")
     context.say(f"synthetic HICO-DET and V-COCO layouts written to {layout.root}")
-    folder = build_hoi_sg(layout.root, base / "hub", list(CONFIG_NAMES))
+    folder = build_hoi_sg(layout.root, context.out_dir / BENCHMARK, list(CONFIG_NAMES), synthetic=True)
     context.say(f"built {len(CONFIG_NAMES)} configs into {folder}")
     datasets.disable_progress_bars()
     try:

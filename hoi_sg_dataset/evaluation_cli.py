@@ -169,7 +169,7 @@ def run_demo(context: DemoContext) -> None:
     from hoi_sg_dataset.samples import sample_plan
     from hoi_sg_dataset.splits import make_split
 
-    base = context.out_dir / BENCHMARK / "metrics"
+    base = context.out_dir / "work" / BENCHMARK / "metrics"
     plan = sample_plan()
     for dataset, trainval, test, seed in (
         ("hico", plan.hico_trainval, plan.hico_test, 368),

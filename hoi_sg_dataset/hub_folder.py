@@ -40,12 +40,13 @@ def build_hoi_sg(
     configs: list[str] | None = None,
     *,
     with_images: bool = True,
+    synthetic: bool = False,
     num_proc: int | None = None,
 ) -> Path:
     """Build ``configs`` (default: every config ``data_dir`` has files for) into the Hub folder ``out_dir``.
 
     Unknown config names and missing files raise before anything is written; configs already in ``out_dir``
-    and not rebuilt are kept.
+    and not rebuilt are kept. ``synthetic``: ``data_dir`` is hoi-bench's synthetic sample (the card says so).
     """
     if configs:
         check_config_names(configs)
@@ -57,7 +58,7 @@ def build_hoi_sg(
         HoiSgBuilder,
         sorted(configs, key=order.get),
         out_dir,
-        card_spec(),
+        card_spec(synthetic),
         data_dir=data_dir,
         num_proc=num_proc,
         config_card=config_card,
@@ -66,9 +67,13 @@ def build_hoi_sg(
     )
 
 
-def card_spec() -> CardSpec:
-    """The hoi_sg ``CardSpec`` for ``hoi_bench.hub.write_hub_folder`` / ``build_hub_folder``."""
+def card_spec(synthetic: bool = False) -> CardSpec:
+    """The hoi_sg ``CardSpec`` for ``hoi_bench.hub.write_hub_folder`` / ``build_hub_folder``; ``synthetic``: the
+    folder is built from hoi-bench's synthetic sample, and its card says so."""
+    from hoi_bench.cards import select_source
+
     template = resources.files("hoi_sg_dataset").joinpath("card.md").read_text(encoding="utf-8")
+    template = select_source(template, synthetic=synthetic)
     notes = "\n".join(f"- **{version}**: {text}" for version, text in RELEASE_NOTES.items())
     template = (
         template.replace("{{version}}", f"{hoi_bench.__version__} (builder version {VERSION})")
@@ -79,6 +84,8 @@ def card_spec() -> CardSpec:
     return CardSpec(
         pretty_name="HICO-DET-SG and V-COCO-SG",
         license="other",
+        extra_metadata={"license_name": "hico-det-sg-mixed",
+                        "license_link": "https://github.com/FujitsuResearch/hoi_sg"},
         task_categories=["object-detection"],
         template=template,
         citation=CITATION,

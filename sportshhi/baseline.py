@@ -241,10 +241,10 @@ def demo(context) -> None:
         from sportshhi.builder import build_sportshhi_folder
         from sportshhi.samples import write_sample
 
-        return build_sportshhi_folder(write_sample(hub.parent / "sample").root, hub)
+        return build_sportshhi_folder(write_sample(base / "sample").root, hub, synthetic=True)
 
-    base = context.out_dir / "sportshhi"
-    hub = demo_hub_folder(base, build)
+    base = context.out_dir / "work" / "sportshhi"
+    hub = demo_hub_folder(context.out_dir / "sportshhi", build)
     results = run(parse_args(["--data", str(hub), "--output-dir", str(base / "hhicls"), "--cache-dir",
                               str(base / "cache"), "--max-steps", str(DEMO_STEPS), "--learning-rate", "1e-3",
                               "--checkpointing-steps", str(DEMO_STEPS)]))

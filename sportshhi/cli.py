@@ -194,11 +194,11 @@ def demo_build(context: DemoContext) -> None:
     from sportshhi.builder import build_sportshhi_folder
     from sportshhi.samples import write_sample
 
-    out = context.out_dir / BENCHMARK
+    out = context.out_dir / "work" / BENCHMARK
     sample = write_sample(out / "release")
     context.say(f"synthetic release: {sum(len(v) for v in sample.videos.values())} videos of "
                 f"{5 * sample.keyframes_per_video} frames in the native layout at {sample.root}")
-    folder = build_sportshhi_folder(sample.root, out / "hub")
+    folder = build_sportshhi_folder(sample.root, context.out_dir / BENCHMARK, synthetic=True)
     loaded = datasets.load_dataset(str(folder), "hhi", cache_dir=str(out / "cache"))
     for split, table in loaded.items():
         interactions = sum(len(i) for i in table["interactions"])
@@ -218,7 +218,7 @@ def demo_score(context: DemoContext) -> None:
     from sportshhi.rule import class_priors, proximity_predictions
     from sportshhi.samples import write_sample
 
-    out = context.out_dir / BENCHMARK
+    out = context.out_dir / "work" / BENCHMARK
     root = out / "release"
     if not (root / formats.ACTION_LIST_FILE).is_file():
         write_sample(root)

@@ -79,10 +79,11 @@ def test_demo_steps_build_score_and_report(sample, tmp_path, capsys):
     out = capsys.readouterr().out
     for metric in ("P-AUC", "PDD", "PDO", "R@20", "mR@20", "R@100"):
         assert metric in out
-    report = json.loads((tmp_path / "haystack" / "frequency_prior_haystack_metrics.json").read_text())
+    work = tmp_path / "work" / "haystack"  # the Hub folder itself is tmp_path / "haystack"
+    report = json.loads((work / "frequency_prior_haystack_metrics.json").read_text())
     assert report["rank_mode"] == "paper" and report["per_predicate"]
-    recall_json = tmp_path / "haystack" / "frequency_prior_psg_test.json"
-    assert run_recall(tmp_path / "haystack" / "native" / "psg" / "psg.json", recall_json) == 0
+    recall_json = work / "frequency_prior_psg_test.json"
+    assert run_recall(work / "native" / "psg" / "psg.json", recall_json) == 0
 
 
 def run_recall(annotations, predictions):

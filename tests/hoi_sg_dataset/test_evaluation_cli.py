@@ -95,7 +95,7 @@ def test_demo_step_scores_the_rule_on_the_sample(tmp_path):
     assert 0 < metrics[("hoi_sg/hico_split1", "hoi_map mAP, qpic (verb-prior rule)")] < 1
     vcoco = metrics[("hoi_sg/vcoco_split1", "vcoco_map mAP_all (verb-prior rule)")]
     assert 0 < vcoco < 1
-    base = tmp_path / "hoi_sg" / "metrics"  # the evaluate module gave what the file-level API gives
+    base = tmp_path / "work" / "hoi_sg" / "metrics"  # the evaluate module gave what the file-level API gives
     assert vcoco == vcoco_map_files(base / "test_vcoco_sg1.json", base / "predictions_vcoco_sg1.json")["mAP_all"]
     assert any("hoi-bench evaluate hoi_map" in line for line in said)
-    assert (tmp_path / "hoi_sg" / "metrics" / "predictions_hico_sg1.json").is_file()
+    assert (tmp_path / "work" / "hoi_sg" / "metrics" / "predictions_hico_sg1.json").is_file()
