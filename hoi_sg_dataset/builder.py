@@ -33,6 +33,7 @@ import datasets
 from tqdm.auto import tqdm
 
 from hoi_bench.errors import ConfigError, FormatError, MissingFilesError
+from hoi_bench.files import resolve_inside
 from hoi_bench.images import embedded_image, image_size
 from hoi_sg_dataset.formats import BoxAnnotation, Dataset, HoiAnnotation, ImageRecord, read_annotations
 from hoi_sg_dataset.splits import OFFICIAL_SEEDS, RATIOS, combinations_of, make_split, official_split_paths
@@ -236,7 +237,11 @@ def original_annotation_paths(root: Path, dataset: Dataset) -> tuple[Path, Path]
 
 
 def image_path(root: Path, dataset: Dataset, record: ImageRecord, source: str = "") -> Path:
-    """The image file of ``record``: its folder comes from the file-name prefix (SG test sets mix both)."""
+    """The image file of ``record``: its folder comes from the file-name prefix (SG test sets mix both).
+
+    The path is resolved (symlinks followed) and must stay inside ``root``: a link to a file elsewhere would
+    be embedded into the dataset (and uploaded by ``push``), so it is a ``FormatError`` naming the image.
+    """
     origin = record.origin_split
     if origin not in IMAGE_FOLDERS[dataset]:
         raise FormatError(
@@ -247,7 +252,9 @@ def image_path(root: Path, dataset: Dataset, record: ImageRecord, source: str = 
             expected=" or ".join(f"*_{f}_*" for f in IMAGE_FOLDERS[dataset]),
             found=record.file_name,
         )
-    return root / "images" / origin / record.file_name
+    relative = f"images/{origin}/{record.file_name}"
+    return resolve_inside(root, relative, file=source or str(root / relative), record=record.file_name,
+                          field="file_name")
 
 
 def sha256(path: Path) -> str:
@@ -416,15 +423,16 @@ class HoiSgBuilder(datasets.GeneratorBasedBuilder):
             leave=False,
             disable=len(records) < 1000,
         )
+        inside = root.resolve()
         for record in progress:
             path = image_path(root, self.config.dataset, record)
             if not path.is_file():
-                missing.append(str(path.relative_to(root)))
+                missing.append(str(path.relative_to(inside)))
                 continue
             try:
                 sizes.append(image_size(path))
             except FormatError:
-                unreadable.append(str(path.relative_to(root)))
+                unreadable.append(str(path.relative_to(inside)))
         if missing:
             raise MissingFilesError(
                 str(root),

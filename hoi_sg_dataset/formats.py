@@ -66,6 +66,10 @@ logger = logging.getLogger(__name__)
 Dataset = Literal["hico", "vcoco"]
 DATASETS: tuple[str, ...] = ("hico", "vcoco")
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+"""Largest coordinate or score magnitude accepted anywhere: beyond it a float32 (the datasets' box feature, QPIC's
+tensors) holds inf, so a finite-looking number would silently become an infinite box."""
+
 _ORIGIN = re.compile(r"^(HICO|COCO)_(train2015|test2015|train2014|val2014)_(\d+)\.\w+$")
 _KNOWN_RECORD_KEYS = frozenset({"file_name", "img_id", "annotations", "hoi_annotation"})
 
@@ -203,7 +207,20 @@ def parse_annotations(
             found=type(data).__name__,
         )
     checker = _Checker(source, dataset, validate)
-    return [checker.record(index, raw) for index, raw in enumerate(data)]
+    records = [checker.record(index, raw) for index, raw in enumerate(data)]
+    first_at: dict[str, int] = {}
+    for index, record in enumerate(records):
+        first = first_at.setdefault(record.file_name, index)
+        if first != index:
+            raise FormatError(
+                source,
+                f"image listed twice (its GT would be counted twice), first at record {first}",
+                record=index,
+                field="file_name",
+                expected="one record per image",
+                found=record.file_name,
+            )
+    return records
 
 
 class _Checker:
@@ -268,6 +285,14 @@ class _Checker:
                     f"annotations[{position}].bbox",
                     f"box corners out of order in {file_name}",
                     "finite x1 <= x2 and y1 <= y2",
+                    bbox,
+                )
+            if not all(abs(v) <= FLOAT32_MAX for v in bbox):
+                raise self.fail(
+                    index,
+                    f"annotations[{position}].bbox",
+                    f"coordinate out of range in {file_name} (it would be stored as inf)",
+                    f"coordinates within +-{FLOAT32_MAX:.4g} (float32)",
                     bbox,
                 )
             if type(category) is not int:

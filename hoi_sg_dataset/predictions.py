@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import numpy as np
 from hoi_bench.errors import FormatError, PredictionError
 from hoi_bench.files import read_json
 from hoi_sg_dataset.evaluation import HoiSet
-from hoi_sg_dataset.formats import DATASETS, ImageRecord, detect_dataset
+from hoi_sg_dataset.formats import DATASETS, FLOAT32_MAX, ImageRecord, detect_dataset
 from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
 
 
@@ -138,6 +138,14 @@ class _EntryChecker:
                     "a COCO id among the 80 used in 1..90",
                     category,
                 )
+            if not all(abs(v) <= FLOAT32_MAX for v in bbox):
+                raise self.fail(
+                    index,
+                    f"{where}.bbox",
+                    f"coordinate out of range in {name} (it would be stored as inf)",
+                    f"coordinates within +-{FLOAT32_MAX:.4g} (float32)",
+                    bbox,
+                )
             box_rows.append(bbox)
             labels.append(category)
         hois = raw.get("hoi_prediction")
@@ -194,6 +202,14 @@ class _EntryChecker:
                     "a finite number",
                     score,
                 )
+            if abs(score) > FLOAT32_MAX:
+                raise self.fail(
+                    index,
+                    f"{where}.score",
+                    f"score of {name} out of range",
+                    f"a number within +-{FLOAT32_MAX:.4g} (float32)",
+                    score,
+                )
             triples.append((subject, obj, verb))
             scores.append(score)
         return ImagePredictions(
@@ -248,6 +264,62 @@ def prediction_set(
     )
 
 
+def align_predictions(
+    gt_names: Sequence[str], entry_names: Sequence[str], entries: HoiSet, source: str = "<predictions>"
+) -> HoiSet:
+    """Predictions ``entries`` (one image per entry, named ``entry_names``) lined up with the GT images
+    ``gt_names``, as :func:`prediction_set` does for ``ImagePredictions``: same rules, same errors, on arrays."""
+    position = {name: i for i, name in enumerate(gt_names)}
+    entry_of_image = np.full(len(gt_names), -1, dtype=np.int64)
+    for index, name in enumerate(entry_names):
+        image = position.get(name)
+        if image is None:
+            raise PredictionError(
+                f"{source}: record {index}: field 'file_name': image not in the references "
+                f"(expected one of the {len(gt_names)} GT file names, found {name!r})"
+            )
+        if entry_of_image[image] >= 0:
+            raise PredictionError(
+                f"{source}: record {index}: field 'file_name': second entry for one image "
+                f"(expected one entry per image, found {name!r} again)"
+            )
+        entry_of_image[image] = index
+    present = entry_of_image >= 0
+    if present.all() and (entry_of_image == np.arange(len(gt_names))).all():
+        return replace(entries, what=source)  # already in GT order: no copy
+    entry = np.where(present, entry_of_image, 0)
+
+    def gather(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lengths = np.where(present, np.diff(offsets)[entry] if len(offsets) > 1 else 0, 0)
+        new_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        rows = np.repeat(offsets[entry] - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
+        return rows, new_offsets
+
+    box_rows, box_offsets = gather(entries.box_offsets)
+    hoi_rows, hoi_offsets = gather(entries.hoi_offsets)
+    return HoiSet(
+        boxes=entries.boxes[box_rows],
+        box_labels=entries.box_labels[box_rows],
+        box_offsets=box_offsets,
+        hois=entries.hois[hoi_rows],
+        hoi_offsets=hoi_offsets,
+        scores=entries.scores[hoi_rows],
+        what=source,
+    )
+
+
+def load_hoi_sets(
+    references: str | os.PathLike, predictions: str | os.PathLike, dataset: str
+) -> tuple[HoiSet, HoiSet]:
+    """``(references, predictions)`` of a GT file and a prediction file, read by the typed readers of
+    ``fast_json`` (no Python object per box or score; the same checks and errors as :func:`load_sets`)."""
+    from hoi_sg_dataset.fast_json import read_prediction_set, read_reference_set
+
+    gt_names, gt = read_reference_set(references, dataset)
+    entry_names, entries = read_prediction_set(predictions, dataset)
+    return gt, align_predictions(gt_names, entry_names, entries, source=str(predictions))
+
+
 def prediction_json(predictions: HoiSet, file_names: Sequence[str]) -> list[dict]:
     """The PPDM/QPIC prediction-file entries of a ``HoiSet`` (inverse of ``read_predictions``)."""
     out = []
@@ -296,14 +368,14 @@ def hoi_map_files(
     ``detections_XX.mat`` or one ``detections.mat``, see ``hoi_sg_dataset.matlab_detections``).
     """
     from hoi_sg_dataset.evaluation import hoi_map
-    from hoi_sg_dataset.formats import read_annotations
+    from hoi_sg_dataset.fast_json import read_reference_set
     from hoi_sg_dataset.matlab_detections import is_matlab_layout
 
     if is_matlab_layout(predictions):
         gt, pred = _matlab_sets(references, predictions, options.get("protocol", "qpic"))
     else:
-        gt, pred, _ = load_sets(references, predictions, "hico")
-    train = None if train_references is None else reference_set(read_annotations(train_references, "hico"))
+        gt, pred = load_hoi_sets(references, predictions, "hico")
+    train = None if train_references is None else read_reference_set(train_references, "hico")[1]
     return hoi_map(gt, pred, train_references=train, **options)
 
 
@@ -329,7 +401,7 @@ def vcoco_map_files(references: str | os.PathLike, predictions: str | os.PathLik
     """``evaluation.vcoco_map`` on a V-COCO(-SG) GT file and a prediction file (``options``: top_k)."""
     from hoi_sg_dataset.evaluation import vcoco_map
 
-    gt, pred, _ = load_sets(references, predictions, "vcoco")
+    gt, pred = load_hoi_sets(references, predictions, "vcoco")
     return vcoco_map(gt, pred, **options)
 
 

@@ -280,7 +280,7 @@ def _vcoco_records(draw):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(_vcoco_records(), max_size=4))
+@given(st.lists(_vcoco_records(), max_size=4, unique_by=lambda record: record.file_name))
 def test_written_records_read_back_equal(tmp_path_factory, records):
     path = tmp_path_factory.mktemp("rt") / "test_vcoco.json"
     assert read_annotations(write_annotations(path, records, "vcoco"), "vcoco") == records

@@ -1,0 +1,208 @@
+"""Typed readers that decode PPDM/QPIC prediction files and hoi_sg GT files straight into ``HoiSet`` arrays.
+
+``predictions.read_predictions`` and ``formats.read_annotations`` check every field in Python, one dict per box
+and per HOI: on a full-size QPIC prediction file (851,500 HOIs, 1.7 million boxes, 150-170 MB) that is most of
+the time of ``hoi-bench evaluate``. Here msgspec decodes the file into ``Struct`` classes, checking JSON syntax,
+field names and JSON types (``int`` rejects ``1.0`` and ``true``) in compiled code; the values are then copied
+into numpy arrays and every remaining rule (ids in the vocabulary, indices inside the image's box list, finite
+numbers inside the float32 range, box corners in order, HOI class ids, one record per image) is checked on
+whole columns at once.
+
+The error messages stay those of the Python validators: on the first problem of any kind the file is read
+again by them (``read_json``), and they raise their usual ``FormatError`` (file, record, field, expected,
+found). The second read costs time only when the input is wrong. Why msgspec ``Struct`` classes and not ``msgspec.Raw`` spans parsed by
+numpy, and the figures behind that choice: ``docs/hoi_sg_metrics.md``, "Reading speed".
+"""
+
+from __future__ import annotations
+
+import os
+from itertools import chain
+from operator import attrgetter
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from hoi_bench.files import read_bytes, read_json
+from hoi_sg_dataset.evaluation import HoiSet
+from hoi_sg_dataset.formats import FLOAT32_MAX
+from hoi_sg_dataset.vocabulary import coco_objects, hico_hoi_lookup, hico_verbs, vcoco_verbs
+
+
+
+class _Box(msgspec.Struct, gc=False):
+    bbox: tuple[float, float, float, float]
+    category_id: int
+
+
+class _PredictedHoi(msgspec.Struct, gc=False):
+    subject_id: int
+    object_id: int
+    category_id: int
+    score: float
+
+
+class _PredictionEntry(msgspec.Struct, gc=False):
+    file_name: str
+    predictions: list[_Box]
+    hoi_prediction: list[_PredictedHoi]
+
+
+class _GtHoi(msgspec.Struct, gc=False):
+    subject_id: int
+    object_id: int
+    category_id: int
+    hoi_category_id: int | None = None
+
+
+class _GtRecord(msgspec.Struct, gc=False):
+    file_name: str
+    annotations: list[_Box]
+    hoi_annotation: list[_GtHoi]
+    img_id: int | None = None
+
+
+_PREDICTIONS = msgspec.json.Decoder(list[_PredictionEntry])
+_REFERENCES = msgspec.json.Decoder(list[_GtRecord])
+
+
+class _Invalid(Exception):
+    """Some rule failed: the caller re-reads the file with the Python validator for the exact message."""
+
+
+def _lookup(raw_ids, size: int | None = None) -> np.ndarray:
+    """Boolean table ``table[id]``: whether ``id`` is one of ``raw_ids``."""
+    table = np.zeros((size or max(raw_ids) + 1), dtype=bool)
+    table[list(raw_ids)] = True
+    return table
+
+
+def _member(values: np.ndarray, table: np.ndarray) -> np.ndarray:
+    inside = (values >= 0) & (values < len(table))
+    return inside & table[np.where(inside, values, 0)]
+
+
+def _boxes(items: list[_Box]) -> tuple[np.ndarray, np.ndarray]:
+    boxes = np.fromiter(chain.from_iterable(map(attrgetter("bbox"), items)), np.float64, 4 * len(items))
+    labels = np.fromiter(map(attrgetter("category_id"), items), np.int64, len(items))
+    boxes = boxes.reshape(-1, 4)
+    if not (np.abs(boxes) <= FLOAT32_MAX).all() or not _member(labels, _lookup(coco_objects().raw_ids)).all():
+        raise _Invalid
+    return boxes, labels
+
+
+def _offsets(lengths) -> np.ndarray:
+    counts = np.fromiter(lengths, np.int64)
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def _check_indices(hois: np.ndarray, box_offsets: np.ndarray, hoi_offsets: np.ndarray, no_object: bool) -> None:
+    boxes_of_hoi = np.repeat(np.diff(box_offsets), np.diff(hoi_offsets))
+    low = -1 if no_object else 0
+    if not ((hois[:, 0] >= 0) & (hois[:, 0] < boxes_of_hoi) & (hois[:, 1] >= low) & (hois[:, 1] < boxes_of_hoi)).all():
+        raise _Invalid
+
+
+def decode_predictions(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
+    """File names (entry order) and the entries as one ``HoiSet``; raises ``_Invalid`` on any problem."""
+    try:
+        entries = _PREDICTIONS.decode(data)
+        names = [e.file_name for e in entries]
+        if not all(names):
+            raise _Invalid
+        box_items = list(chain.from_iterable(map(attrgetter("predictions"), entries)))
+        hoi_items = list(chain.from_iterable(map(attrgetter("hoi_prediction"), entries)))
+        box_offsets = _offsets(len(e.predictions) for e in entries)
+        hoi_offsets = _offsets(len(e.hoi_prediction) for e in entries)
+        del entries
+        boxes, labels = _boxes(box_items)
+        del box_items
+        fields = attrgetter("subject_id", "object_id", "category_id")
+        hois = np.fromiter(chain.from_iterable(map(fields, hoi_items)), np.int64, 3 * len(hoi_items))
+        scores = np.fromiter(map(attrgetter("score"), hoi_items), np.float64, len(hoi_items))
+        del hoi_items
+    except (msgspec.DecodeError, OverflowError) as error:
+        raise _Invalid from error
+    hois = hois.reshape(-1, 3)
+    verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
+    _check_indices(hois, box_offsets, hoi_offsets, no_object=dataset == "vcoco")
+    if not _member(hois[:, 2], _lookup(verbs.raw_ids)).all() or not (np.abs(scores) <= FLOAT32_MAX).all():
+        raise _Invalid
+    return names, HoiSet(boxes, labels, box_offsets, hois, hoi_offsets, scores, what="predictions")
+
+
+def decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
+    """File names and GT of an annotation file as a ``HoiSet``; raises ``_Invalid`` on any problem, including
+    an image listed twice."""
+    try:
+        records = _REFERENCES.decode(data)
+        names = [r.file_name for r in records]
+        if not all(names) or len(set(names)) != len(names):
+            raise _Invalid
+        box_items = list(chain.from_iterable(map(attrgetter("annotations"), records)))
+        hoi_items = list(chain.from_iterable(map(attrgetter("hoi_annotation"), records)))
+        box_offsets = _offsets(len(r.annotations) for r in records)
+        hoi_offsets = _offsets(len(r.hoi_annotation) for r in records)
+        del records
+        boxes, labels = _boxes(box_items)
+        del box_items
+        fields = attrgetter("subject_id", "object_id", "category_id")
+        hois = np.fromiter(chain.from_iterable(map(fields, hoi_items)), np.int64, 3 * len(hoi_items))
+        hoi_ids = np.fromiter((-1 if h.hoi_category_id is None else h.hoi_category_id for h in hoi_items),
+                              np.int64, len(hoi_items))
+        del hoi_items
+    except (msgspec.DecodeError, OverflowError) as error:
+        raise _Invalid from error
+    hois = hois.reshape(-1, 3)
+    if not ((boxes[:, 0] <= boxes[:, 2]) & (boxes[:, 1] <= boxes[:, 3])).all():
+        raise _Invalid
+    _check_indices(hois, box_offsets, hoi_offsets, no_object=dataset == "vcoco")
+    verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
+    if not _member(hois[:, 2], _lookup(verbs.raw_ids)).all():
+        raise _Invalid
+    has_id = hoi_ids != -1
+    if has_id.any():
+        if dataset != "hico" or (hoi_ids[has_id] < 0).any():
+            raise _Invalid
+        image_start = np.repeat(box_offsets[:-1], np.diff(hoi_offsets))
+        rows = np.flatnonzero(has_id)
+        objects = labels[image_start[rows] + hois[rows, 1]]
+        lookup = hico_hoi_lookup()
+        expected = [lookup.get((int(v), int(o)), -2) for v, o in zip(hois[rows, 2], objects, strict=True)]
+        if not (np.array(expected, dtype=np.int64) == hoi_ids[rows]).all():
+            raise _Invalid
+    return names, HoiSet(boxes, labels, box_offsets, hois, hoi_offsets, None, what="references")
+
+
+def read_reference_set(path: str | os.PathLike, dataset: str) -> tuple[list[str], HoiSet]:
+    """GT file names and ``HoiSet`` of an annotation file (``.json`` or ``.json.gz``), strictly validated."""
+    from hoi_sg_dataset.formats import parse_annotations
+    from hoi_sg_dataset.predictions import reference_set
+
+    path = Path(path)
+    data = read_bytes(path, "annotation file")
+    try:
+        return decode_references(data, dataset)
+    except _Invalid:
+        records = parse_annotations(read_json(path, "annotation file"), dataset, source=str(path))
+        return [r.file_name for r in records], reference_set(records)
+
+
+def read_prediction_set(path: str | os.PathLike, dataset: str) -> tuple[list[str], HoiSet]:
+    """Entry file names and ``HoiSet`` (entry order) of a PPDM/QPIC prediction file, strictly validated."""
+    from hoi_sg_dataset.predictions import parse_predictions
+
+    path = Path(path)
+    data = read_bytes(path, "prediction file")
+    try:
+        return decode_predictions(data, dataset)
+    except _Invalid:
+        entries = parse_predictions(read_json(path, "prediction file"), dataset, source=str(path))
+        return [e.file_name for e in entries], HoiSet.from_images(
+            boxes=[e.boxes for e in entries],
+            box_labels=[e.box_labels for e in entries],
+            hois=[e.hois for e in entries],
+            scores=[e.scores for e in entries],
+            what="predictions",
+        )
