@@ -101,17 +101,23 @@ def annotated_relations(annotation: SceneGraphAnnotation) -> AnnotatedRelations:
     >>> len(rel), rel.label.tolist(), rel.skipped_no_predicate, rel.segment_counts.tolist()
     (2, [1, 0], 1, [2])
     """
-    keys = [image.key for image in annotation.images]
-    parts, skipped = [], 0
-    for index, image in enumerate(annotation.images):
-        for triplets, label in ((image.relations, 1), (image.neg_relations, 0)):
-            keep = triplets[:, 2] != NO_PREDICATE
-            skipped += int((~keep).sum())
-            kept = triplets[keep]
-            parts.append(np.column_stack([np.full(len(kept), index), kept, np.full(len(kept), label)]))
-    table = np.concatenate(parts).astype(np.int64) if parts else np.zeros((0, 5), dtype=np.int64)
-    counts = np.array([len(image.boxes) for image in annotation.images], dtype=np.int64)
-    return AnnotatedRelations(keys, table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4], skipped, counts)
+    images = annotation.images
+    keys = [image.key for image in images]
+    positives = _stacked([image.relations for image in images])
+    negatives = _stacked([image.neg_relations for image in images])
+    image_index = np.concatenate([np.repeat(np.arange(len(images)), [len(i.relations) for i in images]),
+                                  np.repeat(np.arange(len(images)), [len(i.neg_relations) for i in images])])
+    triplets = np.concatenate([positives, negatives])
+    label = np.concatenate([np.ones(len(positives), dtype=np.int64), np.zeros(len(negatives), dtype=np.int64)])
+    order = np.argsort(image_index, kind="stable")  # file order: each image's positives, then its negatives
+    keep = order[triplets[order, 2] != NO_PREDICATE]
+    counts = np.array([len(image.boxes) for image in images], dtype=np.int64)
+    return AnnotatedRelations(keys, image_index[keep], triplets[keep, 0], triplets[keep, 1], triplets[keep, 2],
+                              label[keep], len(order) - len(keep), counts)
+
+
+def _stacked(tables: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(tables).astype(np.int64).reshape(-1, 3) if tables else np.zeros((0, 3), dtype=np.int64)
 
 
 def check_output_rows(rows: np.ndarray, num_predicates: int, *, file: str | None = None,
@@ -135,13 +141,14 @@ def check_output_rows(rows: np.ndarray, num_predicates: int, *, file: str | None
     except (TypeError, ValueError) as error:
         raise PredictionError(f"{where}output must hold numbers (found dtype {rows.dtype}: {error})") from error
     _check_width(rows.shape[1], num_predicates, where)
-    bad = ~np.isfinite(rows)
+    # one sum is finite exactly when every value is (unless finite values overflow it): a single pass, no mask
+    bad = ~np.isfinite(rows) if not np.isfinite(rows.sum()) else np.zeros((0, 0), dtype=bool)
     if bad.any():
         row, column = map(int, np.argwhere(bad)[0])
         what = "image_id/subject/object" if column < 3 else f"score of predicate {column - 3}"
         raise PredictionError(f"{where}row {first_row + row}, column {column} ({what}): expected a finite number, "
                               f"found {rows[row, column]} ({int(bad.any(axis=1).sum())} rows affected)")
-    ids = rows[:, :3]
+    ids = np.ascontiguousarray(rows[:, :3])  # one pass over the rows' cache lines, then contiguous work
     bad = (ids != np.round(ids)) | (ids[:, 1:3].min(axis=1, keepdims=True) < 0)
     if bad.any():
         row = int(np.flatnonzero(bad.any(axis=1))[0])
@@ -209,13 +216,12 @@ def relation_scores(relations: AnnotatedRelations, rows, num_predicates: int, *,
     found_pairs, found_rows, found_scores = [], [], []
     for first, block in _row_blocks(rows, _ROWS_PER_CHUNK):
         block = check_output_rows(block, num_predicates, file=file, first_row=first)
-        unique_ids, inverse = np.unique(block[:, 0], return_inverse=True)
-        id_codes = np.array([_image_code(v, code_of, code_cache) for v in unique_ids.tolist()], dtype=np.int64)
-        codes = id_codes[inverse.reshape(-1)]
+        ids = np.ascontiguousarray(block[:, :3])
+        codes = _block_codes(ids[:, 0], code_of, code_cache)
         known = codes >= 0
         seen.other_images += int((~known).sum())
         covered[codes[known]] = True
-        subjects, objects = block[:, 1].astype(np.int64), block[:, 2].astype(np.int64)
+        subjects, objects = ids[:, 1].astype(np.int64), ids[:, 2].astype(np.int64)
         usable = known.copy()
         if counts is not None:
             limit = counts[np.where(known, codes, 0)]
@@ -262,6 +268,16 @@ def relation_scores(relations: AnnotatedRelations, rows, num_predicates: int, *,
         pair_present[pair_index] = True
     scores = np.asfortranarray(pair_scores[pair_of_relation.reshape(-1)])
     return scores, pair_present[pair_of_relation.reshape(-1)]
+
+
+def _block_codes(ids: np.ndarray, code_of: dict[str, int], cache: dict[float, int]) -> np.ndarray:
+    """Index into ``image_keys`` (-1: not annotated) of each row's image id; rows of one image usually come
+    together, so ids are looked up once per run of equal ids, not sorted."""
+    if not len(ids):
+        return np.zeros(0, dtype=np.int64)
+    starts = np.concatenate([[0], np.flatnonzero(ids[1:] != ids[:-1]) + 1])
+    run_codes = np.array([_image_code(v, code_of, cache) for v in ids[starts].tolist()], dtype=np.int64)
+    return np.repeat(run_codes, np.diff(np.append(starts, len(ids))))
 
 
 def _image_code(value: float, code_of: dict[str, int], cache: dict[float, int]) -> int:

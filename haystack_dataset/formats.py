@@ -246,23 +246,25 @@ def _parse(data: bytes, source: str | None, require_negatives: bool | None, reco
                                  allow_no_predicate=True) if require_negatives else None)
     raw_records = _raw_records(data) if records else None
     images, seen = [], {}
-    segment_ends, relation_ends = np.cumsum(segment_counts), np.cumsum([len(r.relations) for r in typed.data])
-    negative_ends = np.cumsum([len(r.neg_relations) for r in typed.data]) if require_negatives else None
+    empty = np.zeros((0, 3), dtype=np.int64)
+    # each image's arrays are views of the validated concatenations: split once, no per-record numpy arithmetic
+    box_parts = np.split(boxes, np.cumsum(segment_counts)[:-1]) if len(typed.data) else []
+    category_parts = np.split(categories, np.cumsum(segment_counts)[:-1]) if len(typed.data) else []
+    relation_parts = np.split(relations, np.cumsum([len(r.relations) for r in typed.data])[:-1]) \
+        if len(typed.data) else []
+    negative_parts = np.split(negatives, np.cumsum([len(r.neg_relations) for r in typed.data])[:-1]) \
+        if negatives is not None and len(typed.data) else [empty] * len(typed.data)
     for index, record in enumerate(typed.data):
         key = image_key(record.image_id)
         if key in seen:
             raise FormatError(source, "duplicate image id", record=index, field="image_id",
                               expected="ids unique across data", found=f"{record.image_id!r} (also record {seen[key]})")
         seen[key] = index
-        segments = slice(segment_ends[index] - segment_counts[index], segment_ends[index])
-        positive = slice(relation_ends[index] - len(record.relations), relation_ends[index])
-        negative = (negatives[negative_ends[index] - len(record.neg_relations): negative_ends[index]]
-                    if negatives is not None else np.zeros((0, 3), dtype=np.int64))
         raw = raw_records[index] if raw_records is not None else {}
         images.append(SceneGraphImage(
             record.image_id, record.file_name, record.height, record.width, record.pan_seg_file_name,
-            list(raw.get("segments_info", [])), boxes[segments], categories[segments], relations[positive],
-            negative, {k: v for k, v in raw.items() if k not in _IMAGE_KEYS and k != "neg_relations"}))
+            list(raw.get("segments_info", [])), box_parts[index], category_parts[index], relation_parts[index],
+            negative_parts[index], {k: v for k, v in raw.items() if k not in _IMAGE_KEYS and k != "neg_relations"}))
     test_ids = [] if typed.test_image_ids is msgspec.UNSET else list(typed.test_image_ids)
     return SceneGraphAnnotation(list(typed.thing_classes), list(typed.stuff_classes), list(typed.predicate_classes),
                                 images, test_ids, bool(require_negatives), source,

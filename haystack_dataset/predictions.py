@@ -37,14 +37,15 @@ holds them as one float64 array and is read at disk speed. Arrays (I images, P p
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import tempfile
 import zipfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 import msgspec
 import numpy as np
@@ -52,7 +53,7 @@ import numpy as np
 from haystack_dataset import typed_json
 from haystack_dataset.formats import image_key
 from hoi_bench.errors import FormatError, MissingFilesError, PredictionError
-from hoi_bench.files import read_bytes, write_json_atomic
+from hoi_bench.files import read_bytes, write_bytes_atomic, write_json_atomic
 
 NPZ_FORMAT = "hoi-bench recall predictions 1"
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -141,21 +142,14 @@ def read_haystack_npy(path: str | os.PathLike) -> np.ndarray:
 
 def write_haystack_npy(path: str | os.PathLike, rows: np.ndarray) -> Path:
     """Save a Haystack output array; the file appears only once completely written."""
-    return _write_atomic(path, ".npy", lambda out: np.save(out, np.asarray(rows, dtype=np.float64)))
+    return _write_atomic(path, lambda out: np.save(out, np.asarray(rows, dtype=np.float64)))
 
 
-def _write_atomic(path: str | os.PathLike, suffix: str, write) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            write(out)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+def _write_atomic(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> Path:
+    """Serialise with ``write`` into memory, then write the file atomically (umask permissions, clear errors)."""
+    buffer = io.BytesIO()
+    write(buffer)
+    return write_bytes_atomic(path, buffer.getbuffer())
 
 
 @dataclass
@@ -343,7 +337,7 @@ def write_recall_npz(path: str | os.PathLike, predictions: list[RecallPrediction
         "object_score_counts": counts("object_scores"),
         "object_scores": stacked("object_scores", (-1,), np.float64),
     }
-    return _write_atomic(path, ".npz", lambda out: np.savez(out, **arrays))
+    return _write_atomic(path, lambda out: np.savez(out, **arrays))
 
 
 _NPZ_ARRAYS = {"image_ids": 1, "pair_counts": 1, "pairs": 2, "predicate_scores": 2, "object_counts": 1,
