@@ -25,6 +25,7 @@ import datasets
 from bongard_hoi.formats import SHOTS, SPLITS, Episode, EpisodeImage, episode_file_name, read_episode_file
 from bongard_hoi.geometry import crop_bytes, is_openimages, place_image, resolve_image_path
 from hoi_bench.errors import ConfigError, DataError, MissingFilesError
+from hoi_bench.files import resolve_inside
 from hoi_bench.hub import CardSpec
 from hoi_bench.images import embedded_image, image_size
 
@@ -241,11 +242,17 @@ class EpisodeLayout:
         missing, fallbacks, openimages = [], set(), set()
         for split in splits:
             resolved[split] = {}
-            for episode in read_episode_file(self.episode_file(split)):
+            file = str(self.episode_file(split))
+            for index, episode in enumerate(read_episode_file(self.episode_file(split))):
                 for image in episode.images():
                     if image.im_path in resolved[split]:
                         continue
+                    # absolute paths, '..' and symlinks out of the image root would embed an unrelated file
+                    resolve_inside(self.image_root, image.relative_path, file=file, record=index, field="im_path")
                     path, fell_back = resolve_image_path(self.image_root, image.relative_path)
+                    if path is not None and fell_back:
+                        resolve_inside(self.image_root, str(path.relative_to(self.image_root)), file=file,
+                                       record=index, field="im_path (other pic folder)")
                     if path is None:
                         missing.append(image.relative_path)
                         continue
@@ -338,7 +345,8 @@ def card_spec(synthetic: bool = False) -> CardSpec:
 
 def build_hub(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *, crop: bool = True,
               splits: tuple[str, ...] | None = None, annotation_dir: str = "bongard_hoi_release",
-              image_dir: str = "images", configs: Sequence[str] = (CONFIG_NAME,), synthetic: bool = False) -> Path:
+              image_dir: str = "images", configs: Sequence[str] = (CONFIG_NAME,), synthetic: bool = False,
+              force: bool = False) -> Path:
     """Build the episode files under ``data_dir`` into the Hub folder ``out_dir``.
 
     ``configs``: ``episodes`` (images embedded in every episode row) and/or the pair ``episode_refs`` +
@@ -354,7 +362,7 @@ def build_hub(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *, crop: 
     if splits is not None:
         kwargs["splits"] = tuple(splits)
     return build_hub_folder(BongardHoi, list(configs), out_dir, card_spec(synthetic), data_dir=str(Path(data_dir).absolute()),
-                            default_config=configs[0], config_card=config_card, **kwargs)
+                            default_config=configs[0], config_card=config_card, force=force, **kwargs)
 
 
 def config_card(builder: BongardHoi, built: datasets.DatasetDict) -> str:

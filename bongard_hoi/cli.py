@@ -40,6 +40,9 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, required=True,
                         help="folder holding bongard_hoi_release/ (episode files) and images/ (the HAKE image tar)")
     parser.add_argument("--out", type=Path, required=True, help="Hub dataset folder to write (config 'episodes')")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the configs of an existing hoi-bench folder instead of adding to them "
+                             "(other files are kept)")
     parser.add_argument("--no-crop", dest="crop", action="store_false",
                         help="embed whole original images, boxes in image pixels (default: official crops)")
     parser.add_argument("--splits", nargs="+", help="build only these splits (default: all nine)")
@@ -57,7 +60,7 @@ def _run_build(args: argparse.Namespace) -> int:
     configs = {"embedded": ("episodes",), "refs": ("episode_refs", "images"),
                "both": ("episodes", "episode_refs", "images")}[args.layout]
     out = build_hub(args.data_dir, args.out, crop=args.crop, splits=args.splits, annotation_dir=args.annotation_dir,
-                    image_dir=args.image_dir, configs=configs)
+                    image_dir=args.image_dir, configs=configs, force=args.force)
     print(f"wrote {out}; load with datasets.load_dataset({str(out)!r}, {configs[0]!r})")
     return 0
 
@@ -138,10 +141,14 @@ def _run_episodes(args: argparse.Namespace) -> int:
         sample_episodes,
         write_episode_set,
     )
-    from hoi_bench.errors import ConfigError
+    from bongard_hoi.episodes import why_no_episodes
+    from hoi_bench.errors import ConfigError, DataError, MissingFilesError, OutputPathError
     from hoi_bench.report import format_table
     from hoi_sg_dataset.formats import read_annotations
 
+    if args.out.exists() and not args.out.is_dir():
+        raise OutputPathError(args.out, "--out", "is a file, not a folder; nothing was written",
+                              expected="a folder for the bongard_hoi_<split>.json files")
     if (args.hub is None) != (args.images is None):
         raise ConfigError("option combination", "--hub without --images" if args.hub else "--images without --hub",
                           ["--hub HUB --images ROOT", "neither"])
@@ -155,8 +162,15 @@ def _run_episodes(args: argparse.Namespace) -> int:
 
         if not args.config:
             raise ConfigError("option combination", "--hoi-sg without --config", ["--hoi-sg FOLDER --config NAME"])
+        if not args.hoi_sg.is_dir():
+            raise MissingFilesError(str(args.hoi_sg.absolute().parent), [args.hoi_sg.name], what="hoi_sg Hub folder",
+                                    hint="write it with: hoi-bench build hoi_sg --data-dir DIR --out FOLDER")
         dataset = "vcoco" if args.config.startswith("vcoco") else "hico"
-        loaded = datasets.load_dataset(str(args.hoi_sg), args.config)
+        try:
+            loaded = datasets.load_dataset(str(args.hoi_sg), args.config)
+        except (ValueError, FileNotFoundError) as error:
+            raise DataError(f"--hoi-sg {args.hoi_sg}: cannot load config {args.config!r}: "
+                            f"{str(error).splitlines()[0]}") from None
         instances = instances_from_rows(loaded["train" if args.role == "train" else "test"], dataset,
                                         image_folder=args.image_folder)
         vocabulary = TrainingVocabulary.from_instances(
@@ -169,6 +183,8 @@ def _run_episodes(args: argparse.Namespace) -> int:
                 read_annotations(args.train_annotations, args.dataset), args.dataset, image_folder=args.image_folder))
     sampled = sample_episodes(instances, args.num_episodes, role=args.role, vocabulary=vocabulary, shots=args.shots,
                               max_overlap=args.max_overlap, margin=args.margin, seed=args.seed)
+    if not sampled:
+        raise DataError(f"0 episodes, nothing written: {why_no_episodes(instances, args.num_episodes, args.shots)}")
     files = write_episode_set(args.out, sampled)
     grouped = group_by_split(sampled)
     print(format_table(["split", "episodes", "concepts", "file"],

@@ -254,6 +254,25 @@ def sample_episodes(
     return kept
 
 
+def why_no_episodes(instances: Sequence[HoiInstance], num_episodes: int, shots: int = SHOTS) -> str:
+    """In words, why :func:`sample_episodes` returns no episode for ``instances`` (for an error message)."""
+    need = shots + 1
+    if num_episodes < 1:
+        return f"--num-episodes is {num_episodes}"
+    if not instances:
+        return "the annotations hold no human-object interaction"
+    candidates = _concept_pools(instances, 1)
+    if not candidates:
+        return "no object occurs with two different actions, so no concept has negative images"
+    if _concept_pools(instances, need):
+        return "every attempt shared more images with an earlier episode than the overlap limit allows"
+    (action, obj), best = max(candidates.items(), key=lambda item: (
+        min(len(item[1].positive_images), len(item[1].negative_images)), item[0]))
+    return (f"no (action, object) concept has {need} images showing it and {need} images of the object with "
+            f"other actions (--shots {shots} plus one query per side); the best, {action} {obj}, has "
+            f"{len(best.positive_images)} and {len(best.negative_images)}")
+
+
 @dataclass
 class _ConceptPool:
     """Candidate instances of one concept, grouped by image so an episode never uses an image twice."""
@@ -319,7 +338,8 @@ def write_episode_set(out_dir: str | os.PathLike, sampled: Iterable[SampledEpiso
 
     out_dir = Path(out_dir)
     grouped = group_by_split(sampled)
-    with staged_replace(out_dir) as stage:
+    # episode files of an earlier run are replaced; other files in out_dir are kept
+    with staged_replace(out_dir, owned=lambda entry: entry.name.startswith("bongard_hoi_")) as stage:
         for split, episodes in grouped.items():
             write_episode_file(stage / episode_file_name(split), episodes)
     return {split: out_dir / episode_file_name(split) for split in grouped}
