@@ -49,3 +49,12 @@ def test_every_command_with_a_json_output_is_covered():
     with_output = {f"evaluate {name}" for name, leaf in names.choices.items()
                    if any(action.dest in FILE_OUTPUTS for action in leaf._actions)}
     assert with_output - set(EVALUATE_COMMANDS) == set()
+
+
+def test_report_output_is_strict_json(commands, tmp_path, capsys):
+    """A report over one result file has an undefined sample std: it must still parse strictly."""
+    result = tmp_path / "result.json"
+    assert cli.main([*commands["evaluate hoi_map"], "--output", str(result)]) == 0
+    report = tmp_path / "report.json"
+    assert cli.main(["report", str(result), "--output", str(report)]) == 0, capsys.readouterr().err
+    assert strict_json(report.read_text())["metrics"]
