@@ -644,6 +644,8 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
         run.write_log(results)
         if config.push_to_hub is not None and not config.eval_only:
             results["hub"] = push_model_folder(output_dir / "model", config.push_to_hub)
+            _logger().info("pushed %s to the Hub: %s", output_dir / "model", results["hub"])
+            _write_json(output_dir / "results.json", results)
     accelerator.wait_for_everyone()
     accelerator.end_training()
     return results
@@ -666,19 +668,21 @@ def _load_pretrained(baseline: Baseline, built, source: str):
     return model
 
 
-def push_model_folder(folder: Path, repo_id: str) -> str:
-    """Create the Hub model repo ``repo_id`` if needed and upload ``folder``; returns the commit URL."""
+def push_model_folder(folder: Path, repo_id: str, api: Any = None) -> str:
+    """Create the Hub model repo ``repo_id`` if needed and upload ``folder``; returns the commit URL.
+
+    ``api`` defaults to ``huggingface_hub.HfApi()``; any object with ``create_repo`` and ``upload_folder`` works.
+    """
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
-    api = HfApi()
+    api = HfApi() if api is None else api
     try:
         api.create_repo(repo_id=repo_id, repo_type="model", exist_ok=True)
         commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model",
                                    commit_message="Upload a model trained with hoi-bench")
     except (HfHubHTTPError, OSError) as error:
         raise HoiBenchError(f"--push-to-hub {repo_id}: upload failed ({error})") from error
-    _logger().info("pushed %s to https://huggingface.co/%s", folder, repo_id)
     return str(commit.commit_url)
 
 

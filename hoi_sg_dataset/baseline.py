@@ -280,8 +280,11 @@ DEMO_STEPS = 40
 
 def demo(context) -> None:
     """``hoi-bench demo`` step: the object prior and a pair classifier trained a few steps on the sample's
-    ``hico_split1``, both scored on its SG test split with the ``hoi_map`` evaluate module."""
+    ``hico_split1``, both scored on its SG test split with the ``hoi_map`` evaluate module. The pair run is the
+    demo's tracked run: TensorBoard (when installed), an evaluation halfway, the best model kept, and a
+    ``save_pretrained`` model folder with its card."""
     import evaluate
+    from accelerate.utils import is_tensorboard_available
 
     from hoi_bench import metric_path
     from hoi_bench.training import demo_hub_folder
@@ -295,12 +298,14 @@ def demo(context) -> None:
     base = context.out_dir / "work" / "hoi_sg"
     hub = demo_hub_folder(context.out_dir / "hoi_sg", build)
     common = ["--data", str(hub), "--config", DEMO_CONFIG, "--cache-dir", str(base / "cache")]
+    tracking = ["--report-to", "tensorboard"] if is_tensorboard_available() else []
     runs = {
         "object prior": common + ["--model", "object-prior",
                                   "--output-dir", str(base / f"{DEMO_CONFIG}-object-prior")],
         f"pair classifier, {DEMO_STEPS} steps": common + [
             "--output-dir", str(base / f"{DEMO_CONFIG}-pair"), "--max-steps", str(DEMO_STEPS),
-            "--learning-rate", "3e-3", "--checkpointing-steps", str(DEMO_STEPS)],
+            "--learning-rate", "3e-3", "--checkpointing-steps", str(DEMO_STEPS),
+            "--eval-steps", str(DEMO_STEPS // 2), "--metric-for-best", "mAP", *tracking],
     }
     metric = evaluate.load(metric_path("hoi_map"))
     for label, argv in runs.items():
@@ -312,6 +317,12 @@ def demo(context) -> None:
         context.result(f"hoi_sg/{DEMO_CONFIG}", "test (SG)", f"mAP ({label})", value)
         context.say(f"{label}: mAP {value:.3f} on the SG test split; predictions {path}")
         context.artifacts[f"hoi_sg {label} predictions"] = path
+    pair_run = base / f"{DEMO_CONFIG}-pair"
+    context.say(f"pair classifier evaluated at step {DEMO_STEPS // 2} and at the end; its model folder "
+                f"{pair_run / 'model'} loads with PairClassifier.from_pretrained and has a model card; "
+                + (f"losses and metrics: tensorboard --logdir {pair_run}" if tracking else
+                   "pip install 'hoi-bench[tracking]' to follow the run in TensorBoard (--report-to tensorboard)"))
+    context.artifacts["hoi_sg pair classifier model"] = pair_run / "model"
 
 
 def module_inputs(path: Path, rows, dataset: str) -> tuple[list[dict], list[dict]]:

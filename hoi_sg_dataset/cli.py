@@ -13,7 +13,7 @@ from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred
 
 BENCHMARK = "hoi_sg"
 TRAIN_HELP = "train and evaluate the object-prior and pair-classifier baselines"
-TRAIN_DEMO_NAME = "hoi_sg: object prior vs. a pair classifier trained a few steps, scored with hoi_map"
+TRAIN_DEMO_NAME = "hoi_sg: object prior vs. a pair classifier trained a few steps (tracked), scored with hoi_map"
 
 
 def register(registry: Registry) -> None:

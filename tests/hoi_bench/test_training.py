@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -25,9 +26,13 @@ from hoi_bench.training import (
     Baseline,
     TrainingConfig,
     add_training_arguments,
+    config_from_args,
     find_checkpoint,
+    pick_metric,
+    push_model_folder,
     run_training,
     run_with_args,
+    tracker_names,
 )
 
 
@@ -211,6 +216,119 @@ def test_checkpoint_folder_loads_with_automodel_and_autobackbone(tmp_path):
         assert backbone(torch.zeros(2, 3, 24, 24)).shape == (2, 16)
     with pytest.raises(HoiBenchError, match="use 'tiny-random'"):
         load_backbone(str(tmp_path / "missing"))
+
+
+def former_factor(step: int, warmup: int, total: int) -> float:
+    """The learning-rate factor of the hand-written schedule the loop used before transformers.get_scheduler."""
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    if total <= warmup:
+        return 1.0
+    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, (step - warmup) / (total - warmup))))
+
+
+def test_default_schedule_gives_the_former_warmup_cosine_factors(tmp_path):
+    from transformers import get_scheduler
+
+    cfg = config(tmp_path)
+    run_training(ToyBaseline(), cfg)
+    logged = json.loads((cfg.output_dir / "log.json").read_text())["history"]
+    expected = [cfg.learning_rate * former_factor(e["step"], 0, cfg.max_steps) for e in logged]
+    np.testing.assert_allclose([e["learning_rate"] for e in logged], expected, rtol=1e-12, atol=1e-15)
+    # with a warm-up: transformers ramps from 0 (the former ramp started at 1/warmup); the same afterwards
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    factor = get_scheduler(cfg.lr_scheduler_type, optimizer, num_warmup_steps=3, num_training_steps=10).lr_lambdas[0]
+    assert [factor(step) for step in range(3, 11)] == pytest.approx([former_factor(s, 3, 10) for s in range(3, 11)])
+    assert [factor(step) for step in range(3)] == pytest.approx([0, 1 / 3, 2 / 3])
+
+
+def test_every_config_field_is_a_flag_with_the_config_default():
+    parser = argparse.ArgumentParser()
+    add_training_arguments(parser, max_steps=7)
+    assert config_from_args(parser.parse_args(["--output-dir", "x"])) == TrainingConfig(output_dir=Path("x"),
+                                                                                       max_steps=7)
+    args = parser.parse_args(["--output-dir", "x", "--cpu", "--report-to", "tensorboard", "--eval-steps", "5",
+                              "--lr-scheduler-type", "linear", "--metric-for-best", "test/mAP"])
+    assert (args.cpu, args.report_to, args.eval_steps, args.lr_scheduler_type, args.metric_for_best) == \
+        (True, "tensorboard", 5, "linear", "test/mAP")
+    with pytest.raises(SystemExit):
+        parser.parse_args([])  # --output-dir has no default
+
+
+def test_evaluating_during_training_changes_no_step_and_keeps_the_best_model(tmp_path):
+    plain = config(tmp_path, output_dir=tmp_path / "plain")
+    evaluated = config(tmp_path, output_dir=tmp_path / "evaluated", eval_steps=2, metric_for_best="accuracy")
+    run_training(ToyBaseline(), plain)
+    results = run_training(ToyBaseline(), evaluated)
+    # the evaluations' data loaders and RNG use leave the training exactly as it was
+    assert losses(evaluated.output_dir) == losses(plain.output_dir)
+    log = json.loads((evaluated.output_dir / "log.json").read_text())
+    accuracies = {e["step"]: e["metrics"]["test/accuracy"] for e in log["evaluations"]}
+    assert list(accuracies) == [2, 4, 6]
+    best_step = max(accuracies, key=lambda step: (accuracies[step], -step))  # the first of equal bests
+    best = json.loads((evaluated.output_dir / "best" / "best.json").read_text())
+    assert best == {"metric": "test/accuracy", "value": accuracies[best_step], "step": best_step}
+    assert results["best"]["step"] == best_step
+    assert (evaluated.output_dir / "best" / "model.safetensors").is_file()
+    assert (evaluated.output_dir / "model" / "README.md").is_file()
+    kept = {p.name for p in (evaluated.output_dir / "evaluations").iterdir()}
+    assert kept <= {"step_0000002", "step_0000004"}  # the newest in-training evaluation and the best
+
+
+def test_metric_for_best_must_name_one_metric():
+    metrics = {"test/mAP": 0.5, "val/mAP": 0.4}
+    assert pick_metric(metrics, "val/mAP") == ("val/mAP", 0.4)
+    with pytest.raises(HoiBenchError, match="mAP matches several metrics; name one of: test/mAP, val/mAP"):
+        pick_metric(metrics, "mAP")
+    with pytest.raises(HoiBenchError, match="recall is not among the evaluation's metrics"):
+        pick_metric(metrics, "recall")
+
+
+def test_a_tracker_that_is_not_installed_is_named_with_its_pip_command(monkeypatch):
+    import accelerate.utils
+
+    assert tracker_names("tensorboard") == ["tensorboard"]  # installed for the tests
+    monkeypatch.setattr(accelerate.utils, "is_wandb_available", lambda: False)
+    with pytest.raises(HoiBenchError, match="--report-to wandb: wandb is not installed; pip install wandb"):
+        tracker_names("wandb")
+    for name in ("is_tensorboard_available", "is_trackio_available", "is_mlflow_available"):
+        monkeypatch.setattr(accelerate.utils, name, lambda: False)
+    with pytest.raises(HoiBenchError, match="no experiment tracker is installed"):
+        tracker_names("all")
+
+
+def test_push_to_hub_fails_before_training_when_offline_or_without_a_token(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(HoiBenchError, match="--push-to-hub org/toy: the Hub is switched off here"):
+        run_training(ToyBaseline(), config(tmp_path, push_to_hub="org/toy"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
+    with pytest.raises(HoiBenchError, match="--push-to-hub org/toy: no Hugging Face token"):
+        run_training(ToyBaseline(), config(tmp_path, push_to_hub="org/toy"))
+    assert not (tmp_path / "run").exists()  # nothing trained or written
+
+
+def test_push_to_hub_creates_a_model_repo_and_uploads_the_model_folder(tmp_path):
+    class RecordingApi:
+        def __init__(self):
+            self.calls = []
+
+        def create_repo(self, **kwargs):
+            self.calls.append(("create_repo", kwargs))
+
+        def upload_folder(self, **kwargs):
+            self.calls.append(("upload_folder", kwargs))
+            return argparse.Namespace(commit_url="https://huggingface.co/org/toy/commit/1")
+
+    api = RecordingApi()
+    url = push_model_folder(tmp_path / "model", "org/toy", api=api)
+    assert url == "https://huggingface.co/org/toy/commit/1"
+    assert [(name, kwargs["repo_id"], kwargs["repo_type"]) for name, kwargs in api.calls] == [
+        ("create_repo", "org/toy", "model"), ("upload_folder", "org/toy", "model")]
+    assert api.calls[1][1]["folder_path"] == str(tmp_path / "model")
 
 
 def accelerate_launch(processes: int, *argv: str) -> None:

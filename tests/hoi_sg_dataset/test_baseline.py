@@ -150,3 +150,15 @@ def test_object_prior_runs_on_an_annotation_only_folder_and_the_pair_model_says_
 def test_tracked_run_evaluates_during_training_and_its_model_reloads_with_identical_predictions(hub, tmp_path):
     assert_tracked_run_reloads("hoi_sg", ["--data", str(hub), "--config", "hico_split1", "--cache-dir", str(hub.parent / "cache"), "--cpu",
          "--metric-for-best", "mAP"], tmp_path / "run")
+
+
+def test_push_to_hub_while_offline_is_a_one_line_error_with_exit_status_2(hub, tmp_path, capsys, monkeypatch):
+    from huggingface_hub import constants
+
+    from hoi_bench.cli import main as cli
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert cli(["train", "hoi_sg", "--data", str(hub), "--output-dir", str(tmp_path / "run"),
+                "--push-to-hub", "org/name"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        "hoi-bench: error: --push-to-hub org/name: the Hub is switched off here (HF_HUB_OFFLINE=1)")
