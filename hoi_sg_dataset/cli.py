@@ -283,7 +283,7 @@ def run_demo(context: DemoContext) -> None:
             context.result(f"{BENCHMARK}/{config}", "test", "held-out combinations in test", len(held_out))
     finally:
         datasets.enable_progress_bars()
-    context.suggest("python", "-c", f"import datasets; print(datasets.load_dataset({display_path(folder)!r}, "
-                    "'hico_split3'))")
+    context.suggest("python", "-c", f'import datasets; print(datasets.load_dataset("{display_path(folder)}", '
+                    '"hico_split3"))')
     context.artifacts["hoi_sg sample (native layout)"] = layout.root
     context.artifacts["hoi_sg Hub folder"] = folder
