@@ -179,6 +179,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(args.handler(args) or 0)
     except HoiBenchError as error:
         return _fail(str(error), args.verbose)
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): stop quietly, as a shell tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
     except OSError as error:  # a user-given path the command did not expect to fail (permission, a folder, ...)
         where = " -> ".join(str(f) for f in (error.filename, error.filename2) if f is not None)
         reason = error.strerror or str(error) or type(error).__name__

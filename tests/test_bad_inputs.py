@@ -338,3 +338,29 @@ def test_interrupt_inside_a_real_evaluation_keeps_the_previous_result(commands, 
     assert cli.main([*commands["evaluate hoi_map"], "--output", str(out)]) == 130
     assert capsys.readouterr().err == "hoi-bench: interrupted\n"
     assert snapshot(tmp_path) == before and json.loads(out.read_text())["mAP"] == pytest.approx(1.0)
+
+
+LONG_OUTPUT = textwrap.dedent("""
+    import sys
+    from hoi_bench import cli
+    from hoi_bench.plugins import Command, Registry
+
+    def run(args):
+        for number in range(1_000_000):
+            print("line", number)
+
+    registry = Registry()
+    registry.add_command(Command("stats", "long", "prints a million lines", lambda parser: None, run))
+    cli.load_registry = lambda: registry
+    sys.exit(cli.main(sys.argv[1:]))
+""")
+
+
+def test_a_closed_stdout_ends_quietly():
+    """`hoi-bench stats ... | head -1`: the reader leaves, the command stops without an error or a traceback."""
+    child = subprocess.Popen([sys.executable, "-c", LONG_OUTPUT, "stats", "long"], cwd=REPO,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout.readline() == b"line 0\n"
+    child.stdout.close()
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=60) == 141 and err == ""
