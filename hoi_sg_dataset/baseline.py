@@ -318,11 +318,13 @@ def demo(context) -> None:
         context.say(f"{label}: mAP {value:.3f} on the SG test split; predictions {path}")
         context.artifacts[f"hoi_sg {label} predictions"] = path
     pair_run = base / f"{DEMO_CONFIG}-pair"
-    context.say(f"pair classifier evaluated at step {DEMO_STEPS // 2} and at the end; its model folder "
-                f"{pair_run / 'model'} loads with PairClassifier.from_pretrained and has a model card; "
-                + (f"losses and metrics: tensorboard --logdir {pair_run}" if tracking else
-                   "pip install 'hoi-bench[tracking]' to follow the run in TensorBoard (--report-to tensorboard)"))
+    context.say(f"pair classifier evaluated at step {DEMO_STEPS // 2} and at the end, best model by mAP in "
+                f"{pair_run / 'best'}; its model folder {pair_run / 'model'} (model card, config, weights) loads "
+                f"with hoi_bench.heads.PairClassifier.from_pretrained"
+                + ("" if tracking else "; pip install 'hoi-bench[tracking]' to log the run to TensorBoard"))
     context.artifacts["hoi_sg pair classifier model"] = pair_run / "model"
+    if tracking:
+        context.suggest("tensorboard", "--logdir", pair_run)
 
 
 def module_inputs(path: Path, rows, dataset: str) -> tuple[list[dict], list[dict]]:
