@@ -139,6 +139,13 @@ SAMPLES = {
                                           "hois": [[0, 1, 0], [0, -1, 1]], "scores": [0.9, 0.8]}],
                          "references": [{"boxes": [[0, 0, 9, 9], [5, 5, 20, 20]], "box_labels": [1, 37],
                                          "hois": [[0, 1, 0], [0, -1, 1]]}]}, ["mAP_all"], 1.0),
+    "vcoco_role_map": (None, {"predictions": [{"person_boxes": [[0, 0, 9, 4]], "agent_scores": [[0.9] + [None] * 25],
+                                               "role_boxes": [[[20, 20, 29, 29]] + [[None] * 4] * 24],
+                                               "role_scores": [[0.9] + [None] * 24]}],
+                              "references": [{"image_id": 1, "person_boxes": [[0, 0, 9, 9]],
+                                              "actions": [[1] + [0] * 25],
+                                              "role_boxes": [[[20, 20, 29, 29]] + [[-1] * 4] * 24]}]},
+                       ["role_ap_scenario_1", "hold_obj"], 1.0),
 }
 
 LOAD_FOLDERS = """
