@@ -253,8 +253,7 @@ def image_path(root: Path, dataset: Dataset, record: ImageRecord, source: str = 
             found=record.file_name,
         )
     relative = f"images/{origin}/{record.file_name}"
-    return resolve_inside(root, relative, file=source or str(root / relative), record=record.file_name,
-                          field="file_name")
+    return resolve_inside(root, relative, file=str(root / relative), record=record.file_name, field="file_name")
 
 
 def sha256(path: Path) -> str:
@@ -424,8 +423,9 @@ class HoiSgBuilder(datasets.GeneratorBasedBuilder):
             disable=len(records) < 1000,
         )
         inside = root.resolve()
+        annotation_files = " or ".join(self.provenance.files)
         for record in progress:
-            path = image_path(root, self.config.dataset, record)
+            path = image_path(root, self.config.dataset, record, source=annotation_files)
             if not path.is_file():
                 missing.append(str(path.relative_to(inside)))
                 continue

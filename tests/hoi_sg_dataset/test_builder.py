@@ -251,3 +251,43 @@ def test_official_split_files_may_sit_in_a_shared_sgsplits_folder(sample_copy, t
         folder = build_hoi_sg(sample_copy, tmp_path / "out", ["vcoco_split2"], with_images=False)
     assert "using the official split files" in caplog.text
     assert "`SGsplits/V-COCO-SG/test/test_vcoco_sg2.json`" in (folder / "README.md").read_text()
+
+
+def _build_cli(data_dir, out, config, capsys) -> str:
+    from hoi_bench.cli import main
+
+    code = main(["build", "hoi_sg", "--data-dir", str(data_dir), "--config", config, "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("hoi-bench: error: ") and "\n" not in err, err
+    assert not out.exists()
+    return err
+
+
+def test_image_symlink_leading_outside_the_data_folder_is_refused(sample_copy, tmp_path, capsys):
+    """A link would make the build embed (and push upload) whatever file it points to."""
+    image = sample_copy / "v-coco" / "images" / "val2014" / "COCO_val2014_000000000004.jpg"
+    outside = tmp_path / "elsewhere.jpg"
+    shutil.copyfile(image, outside)
+    image.unlink()
+    image.symlink_to(outside)
+    err = _build_cli(sample_copy, tmp_path / "out", "vcoco", capsys)
+    assert "COCO_val2014_000000000004.jpg" in err and "path leaves the data folder" in err
+
+
+def test_image_symlink_inside_the_data_folder_is_followed(sample_copy, tmp_path):
+    images = sample_copy / "v-coco" / "images" / "val2014"
+    target = images / "COCO_val2014_000000000005.jpg"
+    link = images / "COCO_val2014_000000000004.jpg"
+    link.unlink()
+    link.symlink_to(target)
+    assert build_hoi_sg(sample_copy, tmp_path / "out", ["vcoco"]).is_dir()
+
+
+@pytest.mark.parametrize("name", ["../../etc/HICO_test2015_00000001.jpg", "/etc/HICO_test2015_00000001.jpg"])
+def test_relative_escape_and_absolute_image_names_are_refused(sample_copy, tmp_path, capsys, name):
+    path = sample_copy / "hico_20160224_det" / "annotations" / "test_hico.json"
+    records = read_annotations(path, "hico")
+    records[0].file_name = name
+    write_annotations(path, records, "hico")
+    err = _build_cli(sample_copy, tmp_path / "out", "hico", capsys)
+    assert "test_hico.json" in err and name in err
