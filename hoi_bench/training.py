@@ -339,7 +339,13 @@ def check_hub_upload(repo_id: str | None) -> None:
     if repo_id is None:
         return
     from huggingface_hub import constants, get_token
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
 
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise HoiBenchError(f"--push-to-hub {repo_id}: not a repository id (expected ORG/NAME)") from error
     if constants.HF_HUB_OFFLINE:
         raise HoiBenchError(f"--push-to-hub {repo_id}: the Hub is switched off here (HF_HUB_OFFLINE=1); "
                             f"train without it and upload OUTPUT/model later with `hf upload {repo_id} "
@@ -669,21 +675,13 @@ def _load_pretrained(baseline: Baseline, built, source: str):
 
 
 def push_model_folder(folder: Path, repo_id: str, api: Any = None) -> str:
-    """Create the Hub model repo ``repo_id`` if needed and upload ``folder``; returns the commit URL.
+    """Create the Hub model repo ``repo_id`` if needed and upload ``folder`` (``hoi_bench.push.upload_folder``:
+    every failure is a one-line ``PushError``); returns the commit URL (``api``: see that function)."""
+    from hoi_bench.push import upload_folder
 
-    ``api`` defaults to ``huggingface_hub.HfApi()``; any object with ``create_repo`` and ``upload_folder`` works.
-    """
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError
-
-    api = HfApi() if api is None else api
-    try:
-        api.create_repo(repo_id=repo_id, repo_type="model", exist_ok=True)
-        commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model",
-                                   commit_message="Upload a model trained with hoi-bench")
-    except (HfHubHTTPError, OSError) as error:
-        raise HoiBenchError(f"--push-to-hub {repo_id}: upload failed ({error})") from error
-    return str(commit.commit_url)
+    commit = upload_folder(folder, repo_id, repo_type="model", api=api,
+                           commit_message="Upload a model trained with hoi-bench")
+    return str(getattr(commit, "commit_url", commit))
 
 
 def _train(run: _Run, model, train_data, checkpoint, progress: _Progress, split_by_node, tqdm):

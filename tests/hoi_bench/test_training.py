@@ -34,6 +34,7 @@ from hoi_bench.training import (
     run_with_args,
     tracker_names,
 )
+from tests.hoi_bench.test_push import FakeApi
 
 
 def toy_rows(count: int, seed: int) -> dict:
@@ -304,6 +305,8 @@ def test_push_to_hub_fails_before_training_when_offline_or_without_a_token(tmp_p
     with pytest.raises(HoiBenchError, match="--push-to-hub org/toy: the Hub is switched off here"):
         run_training(ToyBaseline(), config(tmp_path, push_to_hub="org/toy"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with pytest.raises(HoiBenchError, match="--push-to-hub org/to/y: not a repository id"):
+        run_training(ToyBaseline(), config(tmp_path, push_to_hub="org/to/y"))
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
     with pytest.raises(HoiBenchError, match="--push-to-hub org/toy: no Hugging Face token"):
@@ -312,20 +315,9 @@ def test_push_to_hub_fails_before_training_when_offline_or_without_a_token(tmp_p
 
 
 def test_push_to_hub_creates_a_model_repo_and_uploads_the_model_folder(tmp_path):
-    class RecordingApi:
-        def __init__(self):
-            self.calls = []
-
-        def create_repo(self, **kwargs):
-            self.calls.append(("create_repo", kwargs))
-
-        def upload_folder(self, **kwargs):
-            self.calls.append(("upload_folder", kwargs))
-            return argparse.Namespace(commit_url="https://huggingface.co/org/toy/commit/1")
-
-    api = RecordingApi()
-    url = push_model_folder(tmp_path / "model", "org/toy", api=api)
-    assert url == "https://huggingface.co/org/toy/commit/1"
+    (tmp_path / "model").mkdir()
+    api = FakeApi()
+    assert push_model_folder(tmp_path / "model", "org/toy", api=api) == "commit-1"
     assert [(name, kwargs["repo_id"], kwargs["repo_type"]) for name, kwargs in api.calls] == [
         ("create_repo", "org/toy", "model"), ("upload_folder", "org/toy", "model")]
     assert api.calls[1][1]["folder_path"] == str(tmp_path / "model")
