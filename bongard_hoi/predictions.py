@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from bongard_hoi.evaluation import SIDES, bongard_accuracy, decisions_from_scores
-from bongard_hoi.formats import SPLITS, read_episode_file, split_of_file
+from bongard_hoi.formats import SPLITS, count_episodes, split_of_file
 from hoi_bench.errors import ConfigError, FormatError, MissingFilesError, PredictionError
 from hoi_bench.files import read_json
 
@@ -36,7 +36,7 @@ def episode_counts(references: str | os.PathLike) -> dict[str, int]:
     """
     root = Path(references)
     if root.is_file():
-        return {split_of_file(root): len(read_episode_file(root))}
+        return {split_of_file(root): count_episodes(root)}
     if (root / "README.md").is_file() and (root / "episodes").is_dir():
         import pyarrow.parquet as pq
 
@@ -49,7 +49,7 @@ def episode_counts(references: str | os.PathLike) -> dict[str, int]:
     if not files:
         raise MissingFilesError(str(root), [("bongard_hoi_<split>.json (or a Hub folder with README.md and "
                                              "episodes/*.parquet)")], what="reference files")
-    return {split_of_file(f): len(read_episode_file(f)) for f in files}
+    return {split_of_file(f): count_episodes(f) for f in files}
 
 
 def prediction_arrays(records: list, counts: Mapping[str, int], file: str = "<predictions>"):

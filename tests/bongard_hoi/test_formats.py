@@ -9,6 +9,7 @@ import pytest
 
 from bongard_hoi.formats import (
     SPLITS,
+    count_episodes,
     dumps_episodes,
     episode_file_name,
     parse_episodes,
@@ -103,3 +104,37 @@ def test_split_names_follow_the_official_file_names():
     assert split_name("val", object_seen=False, action_seen=True) == "val_unseen_obj_seen_act"
     with pytest.raises(ConfigError, match="unknown episode file name 'train.json'"):
         split_of_file("train.json")
+
+
+_MALFORMED = [  # (mutation, what the error names): every check the typed decoder must not let through
+    (lambda d: d[0].pop(), "a 3-element list"),
+    (lambda d: d[0][0].pop(), "a list of 7 image dicts"),
+    (lambda d: d[0][1][3].pop("obj_bbox"), "im_path, crop_bbox"),
+    (lambda d: d[1][0][2].update(sub_bbox=[0, 0, 5]), "4 finite numbers"),
+    (lambda d: d[1][1][6].update(crop_bbox=[9, 0, 5, 5]), "x1 <= x2"),
+    (lambda d: d[0][0][0].update(act_id=True), "an integer >= -1"),
+    (lambda d: d[0][0][0].update(obj_id=-2), "an integer >= -1"),
+    (lambda d: d[0][0][0].update(act_class=""), "a non-empty string"),
+    (lambda d: d[0][1][0].update(im_path=""), "a non-empty string"),
+    (lambda d: d[0][1][0].update(crop_bbox=[0, 0, True, 5]), "4 finite numbers"),
+    (lambda d: d[1].__setitem__(2, "eat+orange"), '"act++obj"'),
+    (lambda d: d[1].__setitem__(2, False), '"act++obj" or an integer id'),
+]
+
+
+@pytest.mark.parametrize(("mutate", "expected"), _MALFORMED)
+def test_episode_files_read_fast_but_keep_every_check_and_message(tmp_path, mutate, expected):
+    data = [_episode(), _episode(concept=3)]
+    path = tmp_path / "bongard_hoi_train.json"
+    path.write_text(json.dumps(data))
+    assert read_episode_file(path) == parse_episodes(copy.deepcopy(data), path)  # typed route, same records
+    assert count_episodes(path) == 2
+    mutate(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(FormatError) as by_file:
+        read_episode_file(path)
+    with pytest.raises(FormatError) as by_list:
+        parse_episodes(copy.deepcopy(data), path)
+    assert str(by_file.value) == str(by_list.value) and expected in str(by_file.value)
+    with pytest.raises(FormatError):
+        count_episodes(path)
