@@ -3,8 +3,8 @@
 Writes four synthetic test files of 3,500 episodes each (14 images per episode, the size of the official test
 split, about 53 MB), then prints the CPU time of ``read_episode_file`` (records for build, stats, show), of
 ``count_episodes`` (what ``evaluate bongard`` needs from the references) and of the former route
-(``parse_episodes(read_json(...))``), and the wall time and peak RSS of a fresh ``hoi-bench evaluate bongard`` on
-28,000 query predictions against them.
+(``parse_episodes(read_json(...))``), and the wall time and peak RSS of a fresh ``hoi-bench evaluate bongard``
+on 28,000 query predictions against them.
 Run: ``python benchmarks/bongard_readers.py [--episodes 3500] [--cache DIR]``.
 """
 
@@ -27,8 +27,8 @@ TEST_SPLITS = ("test_seen_obj_seen_act", "test_seen_obj_unseen_act", "test_unsee
 def _image(number: int, action: str) -> dict:
     return {"im_path": f"./hico_20160224_det/images/test2015/HICO_test2015_{number:08d}.jpg",
             "crop_bbox": [12, 30, 480 + number % 50, 400], "sub_bbox": [3, 4, 200, 350],
-            "obj_bbox": [150, 90, 300, 330], "sub_class": "person", "obj_class": "orange", "act_class": action,
-            "obj_id": 33, "sub_id": 1, "act_id": 17 if action == "eat" else -1}
+            "obj_bbox": [150, 90, 300, 330], "sub_class": "person", "obj_class": "orange",
+            "act_class": action, "obj_id": 33, "sub_id": 1, "act_id": 17 if action == "eat" else -1}
 
 
 def write_inputs(folder: Path, episodes: int) -> tuple[Path, Path]:
@@ -42,7 +42,8 @@ def write_inputs(folder: Path, episodes: int) -> tuple[Path, Path]:
         data = [[[_image(7 * e + i, "eat") for i in range(7)], [_image(7 * e + i, "peel") for i in range(7)],
                  "eat++orange"] for e in range(episodes)]
         (references / f"bongard_hoi_{split}.json").write_text(json.dumps(data))
-        records += [{"split": split, "episode": e, "query": q, "prediction": [0.6, 0.4] if e % 3 else "negative"}
+        records += [{"split": split, "episode": e, "query": q,
+                     "prediction": [0.6, 0.4] if e % 3 else "negative"}
                     for e in range(episodes) for q in ("positive", "negative")]
     predictions.write_text(json.dumps(records))
     return references, predictions
@@ -74,8 +75,8 @@ def main() -> None:
     print(f"json + Python checks:      {former:6.2f} s CPU ({former / typed:.1f}x / {former / counted:.1f}x)")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
            "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "hoi_bench.cli", "evaluate", "bongard", "--predictions", str(predictions),
-               "--references", str(references)]
+    command = [sys.executable, "-m", "hoi_bench.cli", "evaluate", "bongard", "--predictions",
+               str(predictions), "--references", str(references)]
     started = time.perf_counter()
     child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)

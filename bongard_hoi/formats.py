@@ -232,8 +232,8 @@ def read_episode_file(path: str | os.PathLike) -> list[Episode]:
 
     The bytes are decoded by msgspec into typed records whose types carry most of the checks (compiled code,
     about 8x faster than ``json`` plus Python checks on a full test file); the rest (box corner order, the
-    concept's ``act++obj`` form) are checked on the decoded records. A file failing anything is parsed again by
-    :func:`parse_episodes`, which words the error (file, episode, field, expected, found) as it always has.
+    concept's ``act++obj`` form) are checked on the decoded records. A file failing anything is parsed again
+    by :func:`parse_episodes`, which words the error (file, episode, field, expected, found) as it always has.
     """
     path = Path(path)
     typed = _decode_typed(read_bytes(path, "episode file"))
@@ -277,9 +277,9 @@ def _decode_typed(data: bytes, side_size: int = SIDE_SIZE) -> list | None:
 
 @functools.lru_cache(maxsize=4)
 def _typed_decoder(side_size: int):
-    """A msgspec decoder of episode files whose types hold :func:`parse_episodes`'s per-field checks: non-empty
-    strings, ids >= -1, four finite numbers (not booleans) per box, ``side_size`` images per side, a string or
-    integer concept."""
+    """A msgspec decoder of episode files whose types hold :func:`parse_episodes`'s per-field checks:
+    non-empty strings, ids >= -1, four finite numbers (not booleans) per box, ``side_size`` images per side, a
+    string or integer concept."""
     from typing import Annotated
 
     import msgspec
