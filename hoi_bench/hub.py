@@ -381,13 +381,62 @@ def _write_split(
         num_bytes = embedded.data.nbytes
     num_shards = max(1, math.ceil(num_bytes / max_shard_bytes))
     sizes = []
-    for index in range(num_shards):
+    for index, (start, stop) in enumerate(_contiguous_shards(len(ds), num_shards)):
         path = folder / f"{split}-{index:05d}-of-{num_shards:05d}.parquet"
-        with _opened_parts(parts, ds.features) as embedded:
-            embedded.shard(num_shards=num_shards, index=index, contiguous=True).to_parquet(str(path))
+        _write_parquet(parts, ds.features, start, stop, path)
         sizes.append(path.stat().st_size)
     shutil.rmtree(scratch, ignore_errors=True)
     return num_bytes, sizes
+
+
+def _contiguous_shards(rows: int, num_shards: int) -> list[tuple[int, int]]:
+    """Row ranges of ``Dataset.shard(num_shards, index, contiguous=True)``: the first ``rows % num_shards``
+    shards one row longer.
+
+    >>> _contiguous_shards(10, 3)
+    [(0, 4), (4, 7), (7, 10)]
+    """
+    size, longer = divmod(rows, num_shards)
+    starts = [index * size + min(index, longer) for index in range(num_shards + 1)]
+    return list(zip(starts[:-1], starts[1:]))
+
+
+def _write_parquet(parts: list[Path], features: datasets.Features, start: int, stop: int, path: Path) -> None:
+    """Rows ``[start, stop)`` of the Arrow files ``parts`` as the parquet file ``Dataset.to_parquet`` writes.
+
+    The loop of ``datasets.io.parquet.ParquetDatasetWriter`` (same writer options, same row groups), except that
+    the rows are read through a fresh memory map every ``EMBED_CHUNK_BYTES``, so the pages of a 500 MB shard are
+    not all mapped at the end; ``tests/hoi_bench/test_hub.py`` checks the bytes against ``to_parquet``.
+    """
+    import json
+
+    import pyarrow.parquet as pq
+    from datasets import config
+    from datasets.arrow_writer import (
+        get_parquet_column_options,
+        get_writer_batch_size_from_data_size,
+        get_writer_batch_size_from_features,
+    )
+    from datasets.formatting import query_table
+
+    with _opened_parts(parts, features) as embedded:
+        shard = embedded.select(range(start, stop))
+        batch_size = get_writer_batch_size_from_features(features) or get_writer_batch_size_from_data_size(
+            len(shard), shard._estimate_nbytes())
+        row_bytes = shard.data.nbytes / max(1, len(shard))
+        del shard
+    window = max(1, int(EMBED_CHUNK_BYTES / max(1.0, row_bytes * batch_size))) * batch_size
+    schema = features.arrow_schema
+    chunking = config.DEFAULT_CDC_OPTIONS
+    with open(path, "wb") as stream:
+        writer = pq.ParquetWriter(stream, schema=schema, use_content_defined_chunking=chunking, write_page_index=True,
+                                  **get_parquet_column_options(features, schema))
+        for window_start in range(start, stop, window):
+            with _opened_parts(parts, features) as embedded:
+                for offset in range(window_start, min(window_start + window, stop), batch_size):
+                    writer.write_table(query_table(embedded.data, slice(offset, min(offset + batch_size, stop))))
+        writer.add_key_value_metadata({"content_defined_chunking": json.dumps(chunking)})
+        writer.close()
 
 
 def _embedding_chunk_rows(ds: datasets.Dataset) -> int:

@@ -87,16 +87,16 @@ def test_failed_write_leaves_previous_folder_intact(tmp_path, monkeypatch):
     folder = tmp_path / "toy"
     write_hub_folder(folder, {"a": datasets.DatasetDict(train=_dataset(5))}, CARD)
     before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-    real_to_parquet = datasets.Dataset.to_parquet
+    real_write_parquet = hub._write_parquet  # the one place every shard file is written
     written = []
 
-    def to_parquet_then_fail(self, path, *args, **kwargs):
+    def write_parquet_then_fail(parts, features, start, stop, path):
         if written:
             raise OSError("disk full")
         written.append(path)
-        return real_to_parquet(self, path, *args, **kwargs)
+        return real_write_parquet(parts, features, start, stop, path)
 
-    monkeypatch.setattr(datasets.Dataset, "to_parquet", to_parquet_then_fail)
+    monkeypatch.setattr(hub, "_write_parquet", write_parquet_then_fail)
     with pytest.raises(OSError, match="disk full"):
         write_hub_folder(folder, {"a": datasets.DatasetDict(train=_dataset(3), test=_dataset(2))}, CARD)
     assert len(written) == 1
