@@ -10,9 +10,11 @@ import argparse
 from pathlib import Path
 
 from hoi_bench.files import write_json_atomic
-from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred
 
 BENCHMARK = "bongard_hoi"
+TRAIN_HELP = "train and evaluate the ProtoNet baseline (accelerate)"
+TRAIN_DEMO_NAME = "bongard_hoi: train the ProtoNet baseline a few steps, score it with bongard_accuracy"
 
 
 def register(registry: Registry) -> None:
@@ -29,11 +31,10 @@ def register(registry: Registry) -> None:
                                  _configure_evaluate, _run_evaluate))
     registry.add_demo_step(DemoStep("bongard_hoi: build the sample episodes, load them, draw a sheet", 12, _demo_build))
     registry.add_demo_step(DemoStep("bongard_hoi: accuracy of a colour-prototype rule", 32, _demo_rule))
-    # training command and demo step (issue 7); the baseline imports torch only when it runs
-    from bongard_hoi import baseline
-
-    registry.add_command(Command("train", "bongard_hoi", baseline.TRAIN_HELP, baseline.configure_parser, baseline.train))
-    registry.add_demo_step(DemoStep(baseline.DEMO_NAME, 52, baseline.demo))
+    # training command and demo step (issue 7): the baseline module (numpy, torch) loads only when they run
+    registry.add_command(Command("train", BENCHMARK, TRAIN_HELP, deferred("bongard_hoi.baseline:configure_parser"),
+                                 deferred("bongard_hoi.baseline:train")))
+    registry.add_demo_step(DemoStep(TRAIN_DEMO_NAME, 52, deferred("bongard_hoi.baseline:demo")))
 
 
 def _configure_build(parser: argparse.ArgumentParser) -> None:
