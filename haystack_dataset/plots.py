@@ -12,6 +12,8 @@ def plot_predicate_metrics(report: dict, out: str | os.PathLike, *, title: str |
     """Draw the per-predicate bars of a report written by ``hoi-bench evaluate haystack`` into a PNG.
 
     Predicates are sorted by P-AUC; dashed lines mark the means. Undefined values (``None``) are left blank.
+    P-AUC keeps the 0-1 axis (0.5 is chance); PDD and PDO axes end a little above their largest value, so bars
+    near 0.006 stay visible.
     """
     import matplotlib
 
@@ -38,7 +40,7 @@ def plot_predicate_metrics(report: dict, out: str | os.PathLike, *, title: str |
         if mean is not None:
             axis.axhline(mean, color="#c44e52", linestyle="--", linewidth=1, label=f"mean {mean:.3f}")
             axis.legend(loc="upper right", fontsize=8)
-        axis.set_ylim(0, 1)
+        axis.set_ylim(0, _axis_top(metric, values, mean))
         axis.set_ylabel(label, fontsize=9)
     axes[-1].set_xticks(range(len(names)))
     axes[-1].set_xticklabels(names, rotation=60, ha="right", fontsize=8)
@@ -49,3 +51,17 @@ def plot_predicate_metrics(report: dict, out: str | os.PathLike, *, title: str |
     plt.close(figure)
     os.replace(tmp, out)
     return out
+
+
+def _axis_top(metric: str, values: list[float | None], mean: float | None) -> float:
+    """Upper y limit: 1 for P-AUC; for PDD / PDO 15 % above the largest bar or mean (at most 1, never 0).
+
+    >>> _axis_top("p_auc", [0.2], 0.2), _axis_top("pdd", [0.006, None, 0.004], 0.005)
+    (1.0, 0.0069)
+    >>> _axis_top("pdo", [None], None), _axis_top("pdo", [0.95], 0.95)
+    (1.0, 1.0)
+    """
+    if metric == "p_auc":
+        return 1.0
+    largest = max([v for v in values if v is not None] + ([mean] if mean is not None else []), default=0.0)
+    return min(1.0, round(largest * 1.15, 6)) if largest > 0 else 1.0

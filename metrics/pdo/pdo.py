@@ -21,7 +21,8 @@ Args:
         that pair (no no-relation column), or an empty list when the model gave the pair no output.
     references: one entry per annotated relation: {"predicate": p (0-based), "label": 1 positive / 0 negative}.
     rank_mode: "paper" (default; rank among all n predicates) or "official" (as the released calc_metrics.py:
-        rank among the first n - 1 columns).
+        rank among the first n - 1 columns, ties in numpy's reversed argsort order; a predicate without
+        negatives makes the P-AUC mean None).
     min_positives: predicates with fewer positives are not reported (default 4).
     predicate_names: optional names for the per-predicate keys (default: the indices as strings).
     scores, predicates, labels, present: array form instead of predictions/references (pass those as empty

@@ -15,9 +15,10 @@ _DESCRIPTION = """\
 Triplet recall of scene-graph predictions as OpenPSG computes it: R@k (graph constraint: one predicate per pair,
 the argmax over non-background scores, pairs in the model's order), mR@k (recall per predicate averaged over the
 n predicates, absent ones counting 0) and ngR@k (no graph constraint: every (pair, predicate) ranked by
-object_score_s * object_score_o * predicate score, top 100). A predicted triplet hits a ground-truth triplet when
-both labels and the predicate agree and both boxes reach IoU >= 0.5. Images are macro-averaged; images without
-ground-truth relations or without predicted pairs are skipped.
+object_score_s * object_score_o * predicate score, top 100 in OpenPSG's order; object scores are ones in PredCls).
+A predicted triplet hits a ground-truth triplet when both labels and the predicate agree and both boxes reach
+IoU >= 0.5 (float32, as OpenPSG). Images are macro-averaged; images without ground-truth relations or without
+predicted pairs are skipped (mR@k is 0.0 when none is evaluated).
 """
 
 _KWARGS_DESCRIPTION = """\
@@ -25,7 +26,7 @@ Args:
     predictions: one entry per image: {"image_id": str, "pairs": [[s, o], ...] ranked best first,
         "predicate_scores": [[no_relation, p_0, ..., p_{n-1}], ...], "boxes": [[x1, y1, x2, y2], ...] or [],
         "labels": [c, ...] or [], "object_scores": [...] or []}. Empty boxes/labels = PredCls: pairs index the
-        ground-truth objects of the matching reference.
+        ground-truth objects of the matching reference, and object_scores are ignored (ones, as OpenPSG).
     references: one entry per image: {"image_id": str, "boxes": [[x1, y1, x2, y2], ...], "labels": [c, ...],
         "relations": [[s, o, p], ...]} (0-based predicates). Matched to predictions by image_id, not by position.
     num_predicates: n (default 56, PSG).
