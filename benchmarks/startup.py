@@ -48,7 +48,8 @@ def main() -> None:
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(summary("python -c pass", [timed([sys.executable, "-c", "pass"]) for _ in range(args.repeats)]))
     print(summary(f"hoi-bench {' '.join(args.command)} --help", [timed(cli) for _ in range(args.repeats)]))
-    report = subprocess.run([sys.executable, "-X", "importtime", *cli[1:]], capture_output=True, text=True).stderr
+    report = subprocess.run([sys.executable, "-X", "importtime", *cli[1:]], check=True, capture_output=True,
+                            text=True).stderr
     rows = [m.groups() for m in re.finditer(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", report)]
     top = sorted(((int(total), name) for total, indent, name in rows if len(indent) <= 3), reverse=True)[:10]
     print("\nslowest imports (cumulative):")

@@ -20,7 +20,6 @@ from typing import Any
 
 from hoi_bench.errors import FormatError, MissingFilesError, OutputPathError
 
-
 MAX_DECOMPRESSED_BYTES = 4 * 1024**3
 """Largest input hoi-bench decompresses: ten times the biggest real prediction file, far below a gzip bomb's size."""
 

@@ -108,10 +108,9 @@ class DemoContext:
     say: Callable[[str], None]
     rows: list[DemoRow] = field(default_factory=list)
     artifacts: dict[str, Path] = field(default_factory=dict)
-
     next_commands: list[str] = field(default_factory=list)
 
-    def result(self, benchmark: str, split: str, metric: str, value: int | float | None) -> None:
+    def result(self, benchmark: str, split: str, metric: str, value: float | None) -> None:
         """Add a row to the closing results table; counts stay integers (``355``, not ``355.0``)."""
         if value is not None:
             value = int(value) if isinstance(value, Integral) else float(value)
