@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import evaluate
 import numpy as np
 
@@ -33,6 +35,10 @@ def test_module_matches_the_numpy_metric_in_both_modes():
 
 
 def test_install_metrics_makes_the_bare_name_loadable(tmp_path):
-    installed = install_metrics(["hhi_map"], modules_cache=tmp_path)
-    assert installed["hhi_map"].endswith("hhi_map.py")
-    assert (tmp_path / "evaluate_modules" / "metrics" / "evaluate-metric--hhi_map").is_dir()
+    # issue 14 moved the install into evaluate's download cache (the bare-name load itself is tested, in a fresh
+    # process, by tests/hoi_bench/test_metric_modules.py): the cached file is this module's code
+    installed = install_metrics(["hhi_map"], downloads_cache=tmp_path / "downloads",
+                                modules_cache=tmp_path / "modules")
+    cached = Path(installed["hhi_map"])
+    assert cached.parent == tmp_path / "downloads"
+    assert cached.read_bytes() == (Path(hoi_bench.metric_path("hhi_map")) / "hhi_map.py").read_bytes()
