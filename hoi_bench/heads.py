@@ -72,7 +72,8 @@ class PairClassifier(HubModule, coders=CODERS):
         if pairs == 0:  # empty, yet tied to every parameter: backward reaches them all, as DDP requires
             tied = sum(parameter.sum() for parameter in self.parameters()) * 0.0
             return crops.new_zeros((0, self.num_classes)) + tied
-        parts = [self.backbone(crops.flatten(0, 1)).view(pairs, -1), self.geometry(geometry)]
+        # reshape, not view: a ViT/DINOv2 pooled CLS token is a strided slice of the token sequence
+        parts = [self.backbone(crops.flatten(0, 1)).reshape(pairs, -1), self.geometry(geometry)]
         if self.labels is not None:
             parts.append(self.labels(labels).flatten(1))
         logits = self.classifier(torch.cat(parts, dim=1))

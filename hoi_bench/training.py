@@ -641,8 +641,8 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
         if run.eval_data:
             run.keep_if_best(model, results, progress, output_dir / "predictions")
         if progress.best_step is not None:
-            results["best"] = {"metric": config.metric_for_best, "value": progress.best_metric,
-                               "step": progress.best_step, "model": str(output_dir / "best")}
+            best = json.loads((output_dir / "best" / "best.json").read_text())
+            results["best"] = {**best, "model": str(output_dir / "best")}
         if not config.eval_only:
             run.save_model(model, output_dir / "model", results, progress.step)
             results["model"] = str(output_dir / "model")

@@ -36,3 +36,42 @@ def test_a_batch_with_pairs_gets_the_plain_loss():
     crops, geometry, labels, targets = _batch(3)
     logits = head(crops, geometry, labels)
     assert torch.equal(loss_over_pairs(F.cross_entropy, logits, targets), F.cross_entropy(logits, targets))
+
+
+def _backbone(kind: str):
+    """Tiny random transformers models of both loading kinds (no download)."""
+    from transformers import Dinov2Config, Dinov2Model, ResNetBackbone, ResNetConfig
+
+    from hoi_bench.backbones import Backbone, Preprocessing
+
+    if kind == "backbone":
+        config = ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic",
+                              out_features=["stage2"])
+        return Backbone(ResNetBackbone(config), 16, Preprocessing(size=16), "local/resnet", "backbone")
+    config = Dinov2Config(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                          image_size=16, patch_size=8)
+    return Backbone(Dinov2Model(config), 16, Preprocessing(size=16, mean=(0.5,) * 3, std=(0.5,) * 3),
+                    "local/dinov2", "model")
+
+
+@pytest.mark.parametrize("kind", ["model", "backbone"])
+def test_a_saved_head_loads_back_offline_with_the_same_outputs(kind, tmp_path):
+    torch.manual_seed(0)
+    head = PairClassifier(_backbone(kind), crops_per_pair=3, geometry_dim=9, num_classes=5, num_labels=4,
+                          pair_bias=torch.rand(4, 4, 5)).eval()
+    head.save_pretrained(tmp_path)
+    loaded = PairClassifier.from_pretrained(tmp_path)
+    crops, geometry, labels, _ = _batch(3)
+    assert torch.equal(loaded(crops, geometry, labels), head(crops, geometry, labels))
+    assert loaded.backbone.to_config() == head.backbone.to_config()
+
+
+def test_loading_a_head_with_missing_weights_fails(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    head = _head()
+    head.save_pretrained(tmp_path)
+    weights = load_file(tmp_path / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if not k.startswith("classifier.")}, tmp_path / "model.safetensors")
+    with pytest.raises(RuntimeError, match="Missing key"):
+        PairClassifier.from_pretrained(tmp_path)
