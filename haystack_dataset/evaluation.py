@@ -131,6 +131,12 @@ def check_output_rows(rows: np.ndarray, num_predicates: int, *, file: str | None
     >>> check_output_rows(np.array([[7, 0, 1, 0.5, 0.5]]), 2).shape
     (1, 5)
     """
+    return _checked_block(rows, num_predicates, file, first_row)[0]
+
+
+def _checked_block(rows: np.ndarray, num_predicates: int, file: str | None,
+                   first_row: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`check_output_rows` and the block's (rows, 3) id columns, gathered once into a contiguous array."""
     where = f"{file}: " if file else ""
     rows = np.asarray(rows)
     if rows.ndim != 2:
@@ -154,7 +160,7 @@ def check_output_rows(rows: np.ndarray, num_predicates: int, *, file: str | None
         row = int(np.flatnonzero(bad.any(axis=1))[0])
         raise PredictionError(f"{where}row {first_row + row}: image_id, subject and object must be non-negative "
                               f"integers (found {rows[row, :3].tolist()})")
-    return rows
+    return rows, ids
 
 
 def _check_width(columns: int, num_predicates: int, where: str) -> None:
@@ -199,7 +205,8 @@ def relation_scores(relations: AnnotatedRelations, rows, num_predicates: int, *,
     ranks fastest.
     """
     where = f"{file}: " if file else ""
-    shape = tuple(np.shape(rows)) if not hasattr(rows, "blocks") else tuple(rows.shape)
+    rows = rows if hasattr(rows, "blocks") else np.asarray(rows)
+    shape = tuple(rows.shape)
     if len(shape) != 2:
         raise PredictionError(f"{where}output must be a 2-D array [image_id, subject, object, scores...] "
                               f"(expected 2 dimensions, found shape {shape})")
@@ -215,8 +222,7 @@ def relation_scores(relations: AnnotatedRelations, rows, num_predicates: int, *,
     code_cache: dict[float, int] = {}
     found_pairs, found_rows, found_scores = [], [], []
     for first, block in _row_blocks(rows, _ROWS_PER_CHUNK):
-        block = check_output_rows(block, num_predicates, file=file, first_row=first)
-        ids = np.ascontiguousarray(block[:, :3])
+        block, ids = _checked_block(block, num_predicates, file, first)
         codes = _block_codes(ids[:, 0], code_of, code_cache)
         known = codes >= 0
         seen.other_images += int((~known).sum())
@@ -261,13 +267,15 @@ def relation_scores(relations: AnnotatedRelations, rows, num_predicates: int, *,
         raise PredictionError(f"{where}rows {first_row} and {second_row} both score image "
                               f"{relations.image_keys[image]} pair ({subject}, {obj}); expected one row per "
                               f"annotated pair ({len(duplicate)} duplicated pairs)")
-    pair_scores = np.zeros((len(pair_keys), num_predicates), dtype=np.float64)
+    # per predicate one contiguous row of pair scores, gathered per relation: the transpose of the result is
+    # C-contiguous, so the (R, n) result comes out column-major without a second copy
+    pair_scores = np.zeros((num_predicates, len(pair_keys)), dtype=np.float64)
     pair_present = np.zeros(len(pair_keys), dtype=bool)
     if len(pair_index):
-        pair_scores[pair_index] = np.concatenate(found_scores)
+        pair_scores[:, pair_index] = np.concatenate(found_scores).T
         pair_present[pair_index] = True
-    scores = np.asfortranarray(pair_scores[pair_of_relation.reshape(-1)])
-    return scores, pair_present[pair_of_relation.reshape(-1)]
+    of_relation = pair_of_relation.reshape(-1)
+    return np.take(pair_scores, of_relation, axis=1).T, pair_present[of_relation]
 
 
 def _block_codes(ids: np.ndarray, code_of: dict[str, int], cache: dict[float, int]) -> np.ndarray:
@@ -582,6 +590,7 @@ def haystack_scores(annotation: SceneGraphAnnotation, rows, *, rank_mode: str = 
     """
     relations = annotated_relations(annotation)
     n = len(annotation.predicate_classes)
+    rows = rows if hasattr(rows, "blocks") else np.asarray(rows)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", HaystackInputWarning)
         scores, present = relation_scores(relations, rows, n, file=file)
