@@ -547,16 +547,17 @@ class _Run:
             return False
         progress.best_metric, progress.best_step = value, progress.step
         best_dir = config.output_dir / "best"
-        self.save_model(model, best_dir, results, progress.step)
-        shutil.copytree(predictions_dir, best_dir / "predictions")
-        _write_json(best_dir / "best.json", {"metric": key, "value": value, "step": progress.step})
+        self.save_model(model, best_dir, results, progress.step, predictions_dir=predictions_dir,
+                        best={"metric": key, "value": value, "step": progress.step})
         self.accelerator.log({"eval/best": value}, step=progress.step)
         _logger().info("best %s so far: %.6g at step %d (saved to %s)", key, value, progress.step, best_dir)
         return True
 
-    def save_model(self, model, folder: Path, results: dict[str, Any], step: int) -> None:
-        """The unwrapped model as a ``save_pretrained`` folder with its model card, swapped in whole (main
-        process only; a model without ``save_pretrained`` gets its weights as ``model.safetensors``)."""
+    def save_model(self, model, folder: Path, results: dict[str, Any], step: int, *,
+                   predictions_dir: Path | None = None, best: dict[str, Any] | None = None) -> None:
+        """The unwrapped model as a ``save_pretrained`` folder with its model card (plus, for ``OUTPUT/best``,
+        a copy of the evaluation's prediction files and ``best.json``), swapped in whole. Main process only; a
+        model without ``save_pretrained`` gets its weights as ``model.safetensors``."""
         from hoi_bench.model_card import model_card
 
         unwrapped = self.accelerator.unwrap_model(model)
@@ -571,6 +572,10 @@ class _Run:
             save_model(unwrapped, str(staging / "model.safetensors"))
         model_card(unwrapped, self.baseline.name, self.config, self.command, results, step,
                    processes=self.accelerator.num_processes).save(staging / "README.md")
+        if predictions_dir is not None:
+            shutil.copytree(predictions_dir, staging / "predictions")
+        if best is not None:
+            _write_json(staging / "best.json", best)
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(staging, folder)
 
