@@ -332,10 +332,17 @@ def _numpy_of(column, dtype: np.dtype) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
-def _valid_boxes(boxes: np.ndarray) -> bool:
-    """Whether every row of an (N, 8) array holds two normalised, ordered xyxy boxes."""
-    return bool(np.isfinite(boxes).all() and boxes.min(initial=0.0) >= 0.0 and boxes.max(initial=0.0) <= 1.0
-                and not (boxes[:, [2, 3, 6, 7]] < boxes[:, [0, 1, 4, 5]]).any())
+def _box_columns(columns: dict, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(subject boxes, object boxes)`` (N×4 each) from the 8 coordinate columns ``names``, or ``None``
+    unless every box is normalised (in [0, 1], NaN excluded) with ordered corners. Checked on the 1-D columns,
+    before any stacking."""
+    coordinates = [columns[name] for name in names]
+    if not all(len(c) == 0 or (c.min() >= 0.0 and c.max() <= 1.0) for c in coordinates):  # NaN fails both
+        return None
+    x11, y11, x12, y12, x21, y21, x22, y22 = coordinates
+    if not all((high >= low).all() for low, high in ((x11, x12), (y11, y12), (x21, x22), (y21, y22))):
+        return None
+    return np.stack([x11, y11, x12, y12], axis=1), np.stack([x21, y21, x22, y22], axis=1)
 
 
 def _valid_labels(labels: np.ndarray, actions: ActionList | None) -> bool:
@@ -412,22 +419,20 @@ def read_annotation_csv(path: str | os.PathLike, actions: ActionList | None = No
     columns = _arrow_columns(data, ANNOTATION_COLUMNS, ("frame_id", "label", "p1_id", "p2_id"))
     if columns is not None:
         coding: VideoCoding = columns["video_id"]
-        boxes = np.stack([columns[name] for name in ANNOTATION_COLUMNS[2:10]], axis=1).reshape(-1, 8)
+        boxes = _box_columns(columns, ANNOTATION_COLUMNS[2:10])
         frame_ids, labels = columns["frame_id"], columns["label"]
-        valid = (_valid_video_ids(coding) and frame_ids.min(initial=0) >= 0 and _valid_boxes(boxes)
+        valid = (boxes is not None and _valid_video_ids(coding) and frame_ids.min(initial=0) >= 0
                  and _valid_labels(labels, actions))
         if valid and one_label_per_pair:
             keyframes = frame_ids // FRAMES_PER_KEYFRAME
-            pairs = np.concatenate([coding.codes[:, None], keyframes[:, None], boxes], axis=1)
+            pairs = np.concatenate([coding.codes[:, None], keyframes[:, None], *boxes], axis=1)
             valid = len(np.unique(pairs, axis=0)) == len(pairs)
         if valid:
             logger.debug("read %d interactions from %s", len(labels), path)
             return Annotations(
-                video_ids=coding.ids(), frame_ids=frame_ids.astype(np.int64),
-                subject_boxes=boxes[:, :4].copy(), object_boxes=boxes[:, 4:].copy(),
-                labels=labels.astype(np.int64),
-                subject_ids=columns["p1_id"].astype(np.int64), object_ids=columns["p2_id"].astype(np.int64),
-                video_coding=coding)
+                video_ids=coding.ids(), frame_ids=frame_ids, subject_boxes=boxes[0], object_boxes=boxes[1],
+                labels=labels,
+                subject_ids=columns["p1_id"], object_ids=columns["p2_id"], video_coding=coding)
     return _read_annotations_by_row(path, actions, one_label_per_pair)
 
 
@@ -561,15 +566,14 @@ def _read_predictions_columnar(path: Path, actions: ActionList | None) -> Predic
     if columns is None:
         return None
     coding: VideoCoding = columns["video_id"]
-    boxes = np.stack([columns[name] for name in PREDICTION_COLUMNS[2:10]], axis=1).reshape(-1, 8)
+    boxes = _box_columns(columns, PREDICTION_COLUMNS[2:10])
     labels, scores, keyframes = columns["label"], columns["score"], columns["keyframe"]
-    valid = (_valid_boxes(boxes) and np.isfinite(scores).all() and keyframes.min(initial=0) >= 0
+    valid = (boxes is not None and np.isfinite(scores).all() and keyframes.min(initial=0) >= 0
              and _valid_labels(labels, actions) and _valid_video_ids(coding))
     if not valid:
         return None
-    return Predictions(video_ids=coding.ids(), keyframes=keyframes.astype(np.int64),
-                       subject_boxes=boxes[:, :4].copy(), object_boxes=boxes[:, 4:].copy(),
-                       labels=labels.astype(np.int64), scores=scores.astype(np.float64), video_coding=coding)
+    return Predictions(video_ids=coding.ids(), keyframes=keyframes, subject_boxes=boxes[0],
+                       object_boxes=boxes[1], labels=labels, scores=scores, video_coding=coding)
 
 
 def _read_predictions_by_row(path: Path, actions: ActionList | None) -> Predictions:
