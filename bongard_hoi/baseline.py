@@ -124,10 +124,9 @@ def prediction_entries(split: str, records: list[dict[str, Any]]) -> list[dict[s
 
 
 def _write_predictions(path: Path, entries: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(entries), encoding="utf-8")
-    partial.replace(path)
+    from hoi_bench.files import write_json_atomic
+
+    write_json_atomic(path, entries)
 
 
 def _score(path: Path, args: argparse.Namespace) -> dict[str, Any]:

@@ -24,7 +24,6 @@ On a GPU, after ``hoi-bench build hoi_sg --data-dir RAW --out HUB``::
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from hoi_bench.errors import HoiBenchError
+from hoi_bench.files import write_json_atomic
 from hoi_bench.pair_baseline import PairBaseline, pair_crops_or_blank, subsample_pairs
 from hoi_bench.training import (
     add_backbone_arguments,
@@ -148,11 +148,7 @@ class HoiPairBaseline(PairBaseline):
         references = [row_to_record(row, self.dataset)
                       for row in without_images(self.references[split])]
         entries = prediction_entries(records, references, self.verbs, self.args.max_hois_per_image)
-        path = predictions_dir / f"{split}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
-        partial.write_text(json.dumps(entries), encoding="utf-8")
-        partial.replace(path)
+        path = write_json_atomic(predictions_dir / f"{split}.json", entries)
         return path, score_prediction_file(path, references, self.dataset)
 
 
