@@ -177,10 +177,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 DEMO_STEPS = 20
 
 
-TRAIN_HELP = "train and evaluate the ProtoNet baseline (accelerate)"
-DEMO_NAME = "bongard_hoi: train the ProtoNet baseline a few steps, score it with bongard_accuracy"
-
-
 def demo(context) -> None:
     """``hoi-bench demo`` step: train ProtoNet for a few steps on the sample episodes, score it with the
     ``bongard_accuracy`` evaluate module."""
