@@ -329,20 +329,21 @@ def _ranks(scores: np.ndarray, predicate: np.ndarray, own: np.ndarray, present: 
     n = scores.shape[1]
     competitors = n if rank_mode == "paper" else n - 1  # official: the last column never competes
     count = _count_by_column if scores.flags.f_contiguous and not scores.flags.c_contiguous else _count_by_row_block
-    ranks = count(scores, own, competitors)
+    ranks, equal = count(scores, own, competitors, rank_mode == "official")
     ranks -= predicate < competitors  # a predicate among the competing columns counted itself once
     if rank_mode == "official":
-        _official_tie_ranks(scores, predicate, own, present, ranks, tie_dtype)
+        _official_tie_ranks(scores, predicate, equal, present, ranks, tie_dtype)
     if present is not None:
         ranks = np.where(present, ranks, n - 1)
     return ranks
 
 
-def _official_tie_ranks(scores: np.ndarray, predicate: np.ndarray, own: np.ndarray, present: np.ndarray | None,
+def _official_tie_ranks(scores: np.ndarray, predicate: np.ndarray, equal: np.ndarray, present: np.ndarray | None,
                         ranks: np.ndarray, tie_dtype: np.dtype | type) -> None:
     """Re-rank, in place, the rows where p ties another of the first n - 1 columns, exactly as ``calc_metrics.py``:
     p's position in ``row[:n-1].argsort()[::-1]``, computed by that numpy call on the row in ``tie_dtype`` (the
     dtype the scores were given in; float64 holds float32/float16 values exactly, so casting back restores them).
+    ``equal`` counts, per row, the first n - 1 columns equal to p's own score (p itself included).
 
     numpy's default sort is not stable and its tie order may come from a SIMD sort that depends on the CPU, so no
     rule written here could reproduce it; the same call on the same data does.
@@ -351,33 +352,40 @@ def _official_tie_ranks(scores: np.ndarray, predicate: np.ndarray, own: np.ndarr
     candidates = predicate < m
     if present is not None:
         candidates &= present
-    equal = np.zeros(len(own), dtype=np.int64)
-    for column in range(m):
-        equal += scores[:, column] == own
     for row in np.flatnonzero(candidates & (equal > 1)).tolist():  # equal counts p itself once
         order = scores[row, :m].astype(tie_dtype).argsort()
         ranks[row] = m - 1 - int(np.flatnonzero(order == predicate[row])[0])
 
 
-def _count_by_column(scores: np.ndarray, own: np.ndarray, columns: int) -> np.ndarray:
-    """Per row, how many of the first ``columns`` scores are >= ``own``, for column-major ``scores``.
+def _count_by_column(scores: np.ndarray, own: np.ndarray, columns: int,
+                     ties: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per row, how many of the first ``columns`` scores are >= ``own`` (and, with ``ties``, how many equal it),
+    for column-major ``scores``.
 
-    Each predicate column is one contiguous vector, so every comparison is a single long flat loop. Every column,
-    compared or not, is checked for NaN (which cannot be ranked) while it is in cache.
+    Each predicate column is one contiguous vector, so every comparison is a single long flat loop; the equality
+    count reuses the column while it is in cache. Every column, compared or not, is checked for NaN (which cannot
+    be ranked) while it is in cache.
     """
-    counts = np.zeros(len(own), dtype=np.uint8 if columns < 256 else np.int64)
-    at_least = np.empty(len(own), dtype=bool)
+    dtype = np.uint8 if columns < 256 else np.int64
+    counts = np.zeros(len(own), dtype=dtype)
+    equal = np.zeros(len(own), dtype=dtype) if ties else None
+    hit = np.empty(len(own), dtype=bool)
     for column in range(scores.shape[1]):
         if np.isnan(scores[:, column].min(initial=0.0)):  # min propagates NaN: no temporary mask
             _raise_nan(scores)
         if column < columns:
-            np.greater_equal(scores[:, column], own, out=at_least)
-            np.add(counts, at_least.view(np.uint8), out=counts)
-    return counts.astype(np.int64)
+            np.greater_equal(scores[:, column], own, out=hit)
+            np.add(counts, hit.view(np.uint8), out=counts)
+            if ties:
+                np.equal(scores[:, column], own, out=hit)
+                np.add(equal, hit.view(np.uint8), out=equal)
+    return counts.astype(np.int64), None if equal is None else equal.astype(np.int64)
 
 
-def _count_by_row_block(scores: np.ndarray, own: np.ndarray, columns: int) -> np.ndarray:
-    """Per row, how many of the first ``columns`` scores are >= ``own``, for row-major ``scores``.
+def _count_by_row_block(scores: np.ndarray, own: np.ndarray, columns: int,
+                        ties: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per row, how many of the first ``columns`` scores are >= ``own`` (and, with ``ties``, how many equal it),
+    for row-major ``scores``.
 
     Works in cache-sized blocks of rows with ``own`` repeated to the block's shape, so the comparison runs as one
     flat loop instead of one short loop per row; the boolean block is then counted eight columns at a time. The
@@ -388,6 +396,7 @@ def _count_by_row_block(scores: np.ndarray, own: np.ndarray, columns: int) -> np
     at_least = np.zeros((block, -(-n // 8) * 8), dtype=bool)  # padding columns stay False: they never count
     repeated = np.empty((block, n))
     counts = np.empty(rows, dtype=np.int64)
+    equal = np.empty(rows, dtype=np.int64) if ties else None
     for start in range(0, rows, block):
         stop = min(start + block, rows)
         size = stop - start
@@ -397,7 +406,11 @@ def _count_by_row_block(scores: np.ndarray, own: np.ndarray, columns: int) -> np
         np.greater_equal(scores[start:stop], repeated[:size], out=at_least[:size, :n])
         at_least[:size, columns:n] = False
         counts[start:stop] = _count_true_bytes(at_least[:size].view(np.uint64))
-    return counts
+        if ties:
+            np.equal(scores[start:stop], repeated[:size], out=at_least[:size, :n])
+            at_least[:size, columns:n] = False
+            equal[start:stop] = _count_true_bytes(at_least[:size].view(np.uint64))
+    return counts, equal
 
 
 def _count_true_bytes(words: np.ndarray) -> np.ndarray:

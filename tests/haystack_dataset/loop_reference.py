@@ -19,12 +19,13 @@ import numpy
 def loop_rank(row: list[float], predicate: int, rank_mode: str) -> int:
     """Rank of ``predicate`` in ``row``: competitors at least as high (paper), numpy's reversed argsort (official)."""
     n = len(row)
-    if rank_mode == "official" and predicate < n - 1:
-        order = list(numpy.array(row[:-1]).argsort()[::-1])
-        return order.index(predicate)
-    columns = range(n) if rank_mode == "paper" else range(n - 1)
     own = row[predicate]
-    return sum(1 for q in columns if q != predicate and row[q] >= own)
+    competing = row[:-1] if rank_mode == "official" else row
+    if rank_mode == "official" and predicate < n - 1 and any(q != predicate and score == own
+                                                             for q, score in enumerate(competing)):
+        order = list(numpy.array(row[:-1]).argsort()[::-1])   # without a tie this is the count below
+        return order.index(predicate)
+    return sum(1 for q, score in enumerate(competing) if q != predicate and score >= own)
 
 
 def loop_mean(values: list[float | None], rank_mode: str) -> float | None:
