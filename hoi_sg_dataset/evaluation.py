@@ -41,6 +41,7 @@ import numpy as np
 
 from hoi_bench.ap import ELEVEN_POINTS
 from hoi_bench.errors import ConfigError, PredictionError
+from hoi_sg_dataset.formats import FLOAT32_MAX
 
 logger = logging.getLogger(__name__)
 
@@ -217,6 +218,13 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
             f"{what}: image {image}: field 'boxes[{local}]': coordinates must be finite "
             f"(expected 4 finite numbers, found {boxes[bad_box[0]].tolist()})"
         )
+    far_box = np.flatnonzero((np.abs(boxes) > FLOAT32_MAX).any(axis=1))
+    if far_box.size:
+        image, local = _image_of(hoi_set.box_offsets, far_box[0])
+        raise PredictionError(
+            f"{what}: image {image}: field 'boxes[{local}]': coordinate out of range "
+            f"(expected coordinates within +-{FLOAT32_MAX:.4g}, float32, found {boxes[far_box[0]].tolist()})"
+        )
     bad_label = np.flatnonzero(labels < 0)
     if bad_label.size:
         image, local = _image_of(hoi_set.box_offsets, bad_label[0])
@@ -250,6 +258,13 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
             raise PredictionError(
                 f"{what}: image {image}: field 'scores[{local}]': score must be finite "
                 f"(expected a finite number, found {float(scores[bad_score[0]])})"
+            )
+        far_score = np.flatnonzero(np.abs(scores) > FLOAT32_MAX)
+        if far_score.size:
+            image, local = _image_of(hoi_set.hoi_offsets, far_score[0])
+            raise PredictionError(
+                f"{what}: image {image}: field 'scores[{local}]': score out of range "
+                f"(expected a number within +-{FLOAT32_MAX:.4g}, float32, found {float(scores[far_score[0]])})"
             )
 
 

@@ -286,6 +286,8 @@ def test_ho_rcnn_ignores_combinations_outside_the_600_classes_and_filters_known_
             "field 'boxes[0]': coordinates must be finite",
         ),
         (dict(box_labels=[[1, -3]]), "field 'box_labels[1]': unknown category"),
+        (dict(boxes=[[[0, 0, 1e39, 1], [0, 0, 1, 1]]]), "field 'boxes[0]': coordinate out of range"),
+        (dict(scores=[[-1e39]]), "field 'scores[0]': score out of range"),
     ],
 )
 def test_bad_prediction_arrays_name_image_field_and_value(bad, message):
