@@ -130,30 +130,27 @@ def hhi_metrics(
 
 def keyframe_codes(gt_keys: Sequence[Hashable],
                    pred_keys: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
-    """Number the keyframes of the GT in order of first appearance; predictions elsewhere get -1.
+    """Number the keyframes of the GT; a prediction on a keyframe without GT gets -1.
 
-    The numbering is the official evaluation's keyframe order (the order of a dict filled from the GT file),
-    which the official ranking of tied scores depends on. Integer keys (numpy arrays) are numbered without a
-    Python object per row; any other hashable keys go through a dict.
+    Integer keys (numpy arrays) are numbered without a Python object per row; any other hashable keys go
+    through a dict. (The official keyframe order, first appearance in the GT, is set afterwards from the
+    whitelisted GT rows.)
 
     >>> keyframe_codes(["b", "a", "b"], ["a", "c", "b"])
     (array([0, 1, 0]), array([ 1, -1,  0]))
     """
     if isinstance(gt_keys, np.ndarray) and isinstance(pred_keys, np.ndarray) \
             and gt_keys.dtype.kind in "iu" and pred_keys.dtype.kind in "iu":
-        unique, first, inverse = np.unique(gt_keys, return_index=True, return_inverse=True)
-        code_of_unique = np.empty(len(unique), dtype=np.int64)
-        code_of_unique[np.argsort(first, kind="stable")] = np.arange(len(unique))
-        gt_frames = code_of_unique[inverse.reshape(-1)]
-        if len(unique) and unique[0] >= 0 and unique[-1] < 8 * (len(gt_keys) + len(pred_keys)):
+        unique, inverse = np.unique(gt_keys, return_inverse=True)
+        if not len(unique):
+            return inverse.reshape(-1).astype(np.int64), np.full(len(pred_keys), -1, dtype=np.int64)
+        if unique[0] >= 0 and unique[-1] < 8 * (len(gt_keys) + len(pred_keys)):
             table = np.full(int(unique[-1]) + 2, -1, dtype=np.int64)  # small keys: one lookup per prediction
-            table[unique] = code_of_unique
-            return gt_frames, table[np.where((pred_keys >= 0) & (pred_keys <= unique[-1]), pred_keys, -1)]
-        at = np.searchsorted(unique, pred_keys)
-        found = at < len(unique)
-        found[found] = unique[at[found]] == pred_keys[found]
-        return gt_frames, np.where(found, code_of_unique[np.minimum(at, max(len(unique) - 1, 0))], -1) \
-            if len(unique) else np.full(len(pred_keys), -1, dtype=np.int64)
+            table[unique] = np.arange(len(unique))
+            inside = (pred_keys >= 0) & (pred_keys <= unique[-1])
+            return inverse.reshape(-1), table[np.where(inside, pred_keys, -1)]
+        at = np.minimum(np.searchsorted(unique, pred_keys), len(unique) - 1)
+        return inverse.reshape(-1), np.where(unique[at] == pred_keys, at, -1)
     codes: dict = {}
     gt_frames = np.fromiter((codes.setdefault(key, len(codes)) for key in gt_keys), dtype=np.int64)
     pred_frames = np.fromiter(map(codes.get, pred_keys, repeat(-1)), dtype=np.int64)

@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 
 from hoi_bench.boxes import iou_matrix
 from hoi_bench.errors import PredictionError
-from sportshhi.evaluation import EVALUATED_LABEL_IDS, hhi_metrics, paired_iou, released_paired_iou
+from sportshhi.evaluation import (
+    EVALUATED_LABEL_IDS,
+    hhi_metrics,
+    paired_iou,
+    released_paired_iou,
+    score_tables,
+)
 
 
 def _load_loop_reference():
@@ -306,3 +312,37 @@ def test_paired_iou_is_the_diagonal_of_iou_matrix(pairs):
     a = np.array([p[0] for p in pairs])
     b = np.array([p[1] for p in pairs])
     assert np.allclose(paired_iou(a, b), np.diag(iou_matrix(a, b, plus_one=False)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_integer_keyframe_keys_of_read_tables_score_like_string_keys(tmp_path, seed):
+    # score_tables keys keyframes by integers from the readers' video codes; the numbering must follow the GT
+    # file's first appearances exactly as string keys do (the official ranking of tied scores depends on it)
+    from sportshhi import formats
+
+    rng = np.random.default_rng(seed)
+    videos = np.array(["v_b_c002", "v_a_c001", "v_c_c003"], dtype=object)
+    people = np.array([A, B, C, D])
+    n_gt, n_pred = 30, 200
+    frame_ids = rng.integers(0, 6, n_gt) * 5 + rng.integers(0, 5, n_gt)
+    gt = formats.Annotations(videos[rng.integers(0, 3, n_gt)], frame_ids, people[rng.integers(0, 4, n_gt)],
+                             people[rng.integers(0, 4, n_gt)], rng.choice([2, 3, 5], n_gt),
+                             np.zeros(n_gt, np.int64), np.ones(n_gt, np.int64))
+    pred_videos = np.r_[videos, ["v_x_c009"]][rng.integers(0, 4, n_pred)]
+    subjects = people[rng.integers(0, 4, n_pred)] + 0.01 * rng.random((n_pred, 4))
+    objects = people[rng.integers(0, 4, n_pred)]
+    pred_rows = [(v, int(t), tuple(s), tuple(o), int(c), float(p)) for v, t, s, o, c, p in zip(
+        pred_videos, rng.integers(0, 7, n_pred), subjects, objects, rng.choice([2, 3, 5], n_pred),
+        rng.choice([0.25, 0.5, 0.75], n_pred))]
+    formats.write_annotation_csv(tmp_path / "gt.csv", gt)
+    formats.write_prediction_csv(tmp_path / "pred.csv", pred_rows)
+    annotations = formats.read_annotation_csv(tmp_path / "gt.csv")
+    predictions = formats.read_prediction_csv(tmp_path / "pred.csv")
+    assert annotations.video_coding is not None and predictions.video_coding is not None
+    for official in (False, True):
+        by_codes = score_tables(annotations, predictions, official=official, iou_threshold=0.5)
+        by_strings = hhi_metrics(annotations.keys, annotations.subject_boxes, annotations.object_boxes,
+                                 annotations.labels, predictions.keys, predictions.subject_boxes,
+                                 predictions.object_boxes, predictions.labels, predictions.scores,
+                                 official=official, iou_threshold=0.5)
+        assert by_codes == by_strings
