@@ -8,6 +8,7 @@ For every split that appears, every episode must have both queries, exactly once
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,7 +18,7 @@ import numpy as np
 from bongard_hoi.evaluation import SIDES, bongard_accuracy, decisions_from_scores
 from bongard_hoi.formats import SPLITS, count_episodes, split_of_file
 from hoi_bench.errors import ConfigError, FormatError, MissingFilesError, PredictionError
-from hoi_bench.files import read_json
+from hoi_bench.files import read_bytes, read_json
 
 
 def read_prediction_file(path: str | os.PathLike) -> list:
@@ -111,7 +112,62 @@ def _parse_record(record, index: int, file: str, counts: Mapping[str, int]):
 
 
 def evaluate_prediction_file(predictions: str | os.PathLike, references: str | os.PathLike) -> dict:
-    """Score a prediction file against reference episodes: the ``evaluate bongard`` output dict."""
+    """Score a prediction file against reference episodes: the ``evaluate bongard`` output dict.
+
+    The file is decoded by msgspec into typed records and checked with numpy
+    (:func:`typed_prediction_arrays`); a file failing any check is read again by :func:`prediction_arrays`,
+    which names the offending record.
+    """
     counts = episode_counts(references)
-    arrays = prediction_arrays(read_prediction_file(predictions), counts, file=str(predictions))
+    arrays = typed_prediction_arrays(read_bytes(predictions, "prediction file"), counts)
+    if arrays is None:
+        arrays = prediction_arrays(read_prediction_file(predictions), counts, file=str(predictions))
     return bongard_accuracy(*arrays)
+
+
+def typed_prediction_arrays(data: bytes, counts: Mapping[str, int]):
+    """:func:`prediction_arrays` of a prediction file's bytes; ``None`` when any record would need an error.
+
+    The record types (a split name, an integer episode, a side, a side or two numbers) are checked in
+    compiled code by msgspec; ranges, duplicates and completeness are checked on numpy arrays.
+    """
+    import msgspec
+
+    try:
+        records = _prediction_decoder().decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    split_names = [record.split for record in records]
+    present = sorted(set(split_names), key=lambda name: SPLITS.index(name) if name in SPLITS else len(SPLITS))
+    if any(name not in counts for name in present):
+        return None
+    split_index = {name: i for i, name in enumerate(present)}
+    split_of = np.array([split_index[name] for name in split_names], dtype=np.int64)
+    episodes = np.array([record.episode for record in records], dtype=np.int64)
+    limit = np.array([counts[name] for name in present], dtype=np.int64)
+    if len(records) and ((episodes < 0) | (episodes >= limit[split_of])).any():
+        return None
+    reference = np.array([SIDES.index(record.query) for record in records], dtype=np.int64)
+    keys = (np.cumsum(np.r_[0, 2 * limit])[split_of] + 2 * episodes + reference) if len(records) else episodes
+    if len(np.unique(keys)) != len(keys) or len(keys) != 2 * int(limit.sum()):
+        return None  # a duplicate, or an episode of a predicted split without both queries
+    predicted = np.empty(len(records), dtype=np.int64)
+    for i, record in enumerate(records):
+        prediction = record.prediction
+        if isinstance(prediction, str):
+            predicted[i] = SIDES.index(prediction)
+        else:  # argmax of [positive set, negative set]; a tie picks the positive set
+            predicted[i] = int(prediction[1] > prediction[0])
+    return predicted, reference, split_names, episodes
+
+
+@functools.lru_cache(maxsize=1)
+def _prediction_decoder():
+    from typing import Literal
+
+    import msgspec
+
+    side = Literal["positive", "negative"]
+    record = msgspec.defstruct("QueryPrediction", [("split", str), ("episode", int), ("query", side),
+                                                   ("prediction", side | tuple[float, float])], gc=False)
+    return msgspec.json.Decoder(list[record])

@@ -90,3 +90,26 @@ def test_cli_prints_and_writes_the_result(tmp_path, references, capsys):
     bad = _write(tmp_path, [{"split": "nope", "episode": 0, "query": "positive", "prediction": "positive"}])
     assert main(["evaluate", "bongard", "--predictions", str(bad), "--references", str(references)]) == 2
     assert "unknown Bongard-HOI split 'nope'" in capsys.readouterr().err
+
+
+def test_typed_route_gives_the_same_arrays_and_leaves_every_error_to_the_record_reader(tmp_path, references):
+    import numpy as np
+
+    from bongard_hoi.predictions import episode_counts, prediction_arrays, typed_prediction_arrays
+
+    counts = episode_counts(references)
+    records = _all_right(TESTS, dict.fromkeys(TESTS, 2))
+    records[0]["prediction"] = [0.2, 0.8]  # scores, a tie (positive wins, as argmax), integers
+    records[5]["prediction"], records[6]["prediction"] = [3, 3], [1, 0.5]
+    typed = typed_prediction_arrays(json.dumps(records).encode(), counts)
+    expected = prediction_arrays(records, counts)
+    assert typed is not None and typed[2] == expected[2]
+    assert all(np.array_equal(a, b) for a, b in zip(typed[:2] + typed[3:], expected[:2] + expected[3:]))
+    broken = [lambda r: r.append(dict(r[0])), lambda r: r.pop(3), lambda r: r[2].update(episode=2),
+              lambda r: r[2].update(episode=True), lambda r: r[1].update(query="other"),
+              lambda r: r[1].update(split="nope"), lambda r: r[1].update(prediction="maybe"),
+              lambda r: r[0].update(prediction=[True, 0.5]), lambda r: r[0].pop("split")]
+    for change in broken:
+        records = _all_right(TESTS[:1], {TESTS[0]: 2})
+        change(records)
+        assert typed_prediction_arrays(json.dumps(records).encode(), counts) is None
