@@ -199,7 +199,7 @@ class _GroundTruth:
         object_boxes = _boxes(object_boxes, "gt_object_boxes", n)
         class_of_row = _class_index(labels, whitelist)
         keep = class_of_row >= 0
-        unique, first, inverse = np.unique(frames[keep], return_index=True, return_inverse=True)
+        unique, first = np.unique(frames[keep], return_index=True)
         renumber = np.full(int(frames.max(initial=-1)) + 2, -1, dtype=np.int64)  # last entry: key -1 stays -1
         renumber[unique[np.argsort(first, kind="stable")]] = np.arange(len(unique))
         frames = renumber[frames[keep]]
