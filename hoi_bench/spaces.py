@@ -28,11 +28,12 @@ from hoi_bench.metric_modules import metric_path
 SOURCE_REPOSITORY = "https://github.com/hoi-bench/hoi-bench"
 
 # evaluate.utils.launch_gradio_widget builds its form with gr.inputs / gr.outputs, which gradio 4 removed;
-# 3.19.1 is the gradio version evaluate's own metric Spaces run.
+# 3.19.1 is the gradio version evaluate's own metric Spaces run. With Python 3.11 (the front matter's
+# python_version) pip resolves it together with hoi-bench's requirements, and app.py builds the widget.
 GRADIO_SDK_VERSION = "3.19.1"
 
-SPACE_KEYS = ("title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "app_file", "pinned", "license",
-              "tags")
+SPACE_KEYS = ("title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "python_version", "app_file", "pinned",
+              "license", "tags")
 SPACE_COLORS = ("red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray")
 _FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n", re.DOTALL)
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")

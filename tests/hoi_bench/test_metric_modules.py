@@ -185,6 +185,7 @@ def test_each_metric_folder_is_a_complete_evaluate_space(name):
     meta = front_matter(folder / "README.md")
     assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py"
     assert meta["sdk_version"] == GRADIO_SDK_VERSION
+    assert meta["python_version"] == "3.11"  # the Python the project's CI (and the widget check) uses
     assert {"evaluate", "metric"} <= set(meta["tags"])
     assert meta["license"] == "apache-2.0" and meta["pinned"] is False
     assert isinstance(meta["description"], str) and meta["description"].strip()
