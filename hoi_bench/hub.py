@@ -46,8 +46,9 @@ HOI_BENCH_TAG = "hoi-bench"
 LOCK_TIMEOUT_S = 6 * 3600.0
 LOCK_POLL_S = 0.2
 EMBEDDING_FOLDER = ".embedding"
-EMBED_BATCH_ROWS = 1000  # datasets.map's default batch: the Arrow batches push_to_hub would embed
+EMBED_BATCH_BYTES = 16 * 1024 * 1024
 EMBED_CHUNK_BYTES = 64 * 1024 * 1024
+MAX_BATCH_ROWS = 1000
 OUT_EXPECTED = "a new or empty folder, or a dataset folder written by hoi-bench"
 
 
@@ -360,21 +361,19 @@ def _write_split(
     embedded split's Arrow size and the shard file sizes.
 
     The bytes are those of embedding the whole split in memory and cutting it into shards (what ``push_to_hub``
-    does), but memory holds one chunk or one shard at a time: files referenced by path are embedded chunk by
-    chunk into Arrow files under ``scratch`` (deleted afterwards), and every chunk and every shard is read
-    through a memory map of its own that is dropped once written, so the pages read do not pile up in the
-    process either.
+    does), but memory holds a few MB of rows at a time: files referenced by path are embedded batch by batch
+    into Arrow files under ``scratch`` (deleted afterwards), and the rows are read through memory maps that are
+    dropped every ``EMBED_CHUNK_BYTES``, so the pages read do not pile up in the process either.
     """
     scratch.mkdir(exist_ok=True)
     parts = []
-    rows = _embedding_chunk_rows(ds)
-    for start in range(0, len(ds), rows):
+    batch_rows, chunk_rows = _embedding_rows(ds)
+    for start in range(0, len(ds), chunk_rows):
         part = scratch / f"{folder.name}-{split}-{len(parts):05d}.arrow"
         with _remapped(ds) as source:
-            chunk = source.select(range(start, min(start + rows, len(ds)))).with_format("arrow")
-            chunk.map(embed_table_storage, batched=True, batch_size=EMBED_BATCH_ROWS,
-                      writer_batch_size=EMBED_BATCH_ROWS, cache_file_name=str(part), load_from_cache_file=False,
-                      desc=f"embedding {split}")
+            chunk = source.select(range(start, min(start + chunk_rows, len(ds)))).with_format("arrow")
+            chunk.map(embed_table_storage, batched=True, batch_size=batch_rows, writer_batch_size=batch_rows,
+                      cache_file_name=str(part), load_from_cache_file=False, desc=f"embedding {split}")
             del chunk
         parts.append(part)
     with _opened_parts(parts, ds.features) as embedded:
@@ -439,12 +438,12 @@ def _write_parquet(parts: list[Path], features: datasets.Features, start: int, s
         writer.close()
 
 
-def _embedding_chunk_rows(ds: datasets.Dataset) -> int:
-    """Rows embedded per memory map: about ``EMBED_CHUNK_BYTES`` of the split, in whole ``map`` batches (so the
-    Arrow batches written are those of one ``map`` over the whole split)."""
-    row_bytes = ds.data.nbytes / max(1, len(ds))
-    batches = max(1, int(EMBED_CHUNK_BYTES / max(1.0, row_bytes * EMBED_BATCH_ROWS)))
-    return batches * EMBED_BATCH_ROWS
+def _embedding_rows(ds: datasets.Dataset) -> tuple[int, int]:
+    """Rows per embedding batch (about ``EMBED_BATCH_BYTES``) and per memory map (about ``EMBED_CHUNK_BYTES``,
+    whole batches). How rows are batched changes neither the parquet bytes nor the Arrow size (tested)."""
+    row_bytes = max(1.0, ds.data.nbytes / max(1, len(ds)))
+    batch = max(1, min(MAX_BATCH_ROWS, int(EMBED_BATCH_BYTES / row_bytes)))
+    return batch, batch * max(1, int(EMBED_CHUNK_BYTES / (row_bytes * batch)))
 
 
 @contextlib.contextmanager

@@ -255,7 +255,8 @@ def test_chunked_embedding_writes_the_bytes_of_a_whole_split_embedded_at_once(tm
     dataset = datasets.Dataset.from_dict(rows, features=FEATURES)
     dataset.save_to_disk(str(tmp_path / "arrow"))
     mapped = datasets.load_from_disk(str(tmp_path / "arrow"))  # memory-mapped, as builders give it
-    monkeypatch.setattr(hub, "EMBED_CHUNK_BYTES", 1)  # one map batch (1,000 rows) per chunk: three chunks
+    monkeypatch.setattr(hub, "EMBED_BATCH_BYTES", 3_000)  # batches of a few dozen rows, not map's 1,000
+    monkeypatch.setattr(hub, "EMBED_CHUNK_BYTES", 1)  # one batch per memory map
     folder = tmp_path / "toy"
     write_hub_folder(folder, {"a": datasets.DatasetDict(train=mapped)}, CARD, max_shard_bytes=60_000)
 
