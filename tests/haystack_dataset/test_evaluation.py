@@ -391,3 +391,33 @@ def test_official_mode_equals_an_emulation_of_the_released_script(seed, tie_leve
         np.testing.assert_allclose(got, [auc, dd, do], atol=1e-12)
     if mean is not None:
         np.testing.assert_allclose(as_nan, mean, atol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000))
+def test_official_mode_on_a_float32_npy_with_wide_tied_rows_equals_the_script(tmp_path_factory, seed):
+    # 24 predicates: rows of 23 ranked columns are past numpy's insertion-sort size, so its tie order is the
+    # quick/SIMD sort's; the file is float32, so the script sorts float32 rows
+    from haystack_dataset.predictions import NpyRows
+
+    rng = np.random.default_rng(seed)
+    n, segments = 24, 4
+    s, o = np.nonzero(~np.eye(segments, dtype=bool))
+    triplets = [[int(a), int(b), int(p)] for a, b in zip(s, o) for p in rng.integers(0, 6, 3)]
+    positive = rng.random(len(triplets)) < 0.5
+    record = copy.deepcopy(GOLDEN_ANNOTATION["data"][0])
+    record.update(relations=[t for t, keep in zip(triplets, positive) if keep],
+                  neg_relations=[t for t, keep in zip(triplets, positive) if not keep])
+    raw = dict(GOLDEN_ANNOTATION, predicate_classes=[f"p{i}" for i in range(n)], data=[record])
+    rows = np.column_stack([np.full(len(s), 7), s, o, rng.integers(0, 3, (len(s), n)) / 4]).astype(np.float32)
+    path = tmp_path_factory.mktemp("npy") / "rows.npy"
+    np.save(path, rows)
+    expected, _ = _official_script_emulation(raw, np.load(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HaystackInputWarning)
+        report = haystack_scores(parse_annotation(raw), NpyRows(path), rank_mode="official")
+    assert sorted(report["per_predicate"]) == sorted(f"p{p}" for p in expected)
+    for p, (auc, dd, do) in expected.items():
+        got = report["per_predicate"][f"p{p}"]
+        got = [np.nan if got[k] is None else got[k] for k in ("p_auc", "pdd", "pdo")]
+        np.testing.assert_allclose(got, [auc, dd, do], atol=1e-12)
