@@ -368,7 +368,8 @@ def _released_try_order(gt: _GroundTruth, pred: _Detections, p: np.ndarray, g: n
     position = np.zeros(len(p), dtype=np.int64)
     by_detection = np.lexsort((q, p))
     sorted_p, sorted_q = p[by_detection], q[by_detection]
-    tied = np.unique(sorted_p[1:][(sorted_p[1:] == sorted_p[:-1]) & (sorted_q[1:] == sorted_q[:-1])])
+    tied = sorted_p[1:][(sorted_p[1:] == sorted_p[:-1]) & (sorted_q[1:] == sorted_q[:-1])]  # ascending
+    tied = tied[np.r_[True, tied[1:] != tied[:-1]]] if len(tied) else tied  # (np.unique would load numpy.ma)
     if not len(tied):
         return position
     num_classes = int(max(gt.classes.max(initial=-1), pred.classes.max(initial=-1))) + 1

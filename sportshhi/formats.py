@@ -296,16 +296,15 @@ def _read_csv_bytes(path: Path) -> bytes:
 def _arrow_columns(data: bytes, columns: tuple[str, ...], integers: tuple[str, ...]) -> dict | None:
     """Typed columns of a header-less CSV by ``pyarrow.csv``; ``None`` when Arrow cannot type every cell.
 
-    The video ids come back as ``VideoCoding`` (a vocabulary and one integer per row), numbers as numpy
-    arrays. Empty cells and ``NA``-like words are not nulls here: they fail the conversion, so the row reader
-    reports them.
+    The video ids come back as ``VideoCoding`` (a vocabulary and one integer per row, dictionary-encoded by
+    the CSV reader itself, so ``pyarrow.compute`` is never imported), numbers as numpy arrays. Empty cells
+    and ``NA``-like words are not nulls here: they fail the conversion, so the row reader reports them.
     """
     import pyarrow as pa
-    import pyarrow.compute as pa_compute
     import pyarrow.csv as pa_csv
 
     types = {name: pa.int64() if name in integers else pa.float64() for name in columns[1:]}
-    types[columns[0]] = pa.string()
+    types[columns[0]] = pa.dictionary(pa.int32(), pa.string())  # video ids: a vocabulary and a code per row
     convert = pa_csv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
                                     quoted_strings_can_be_null=False)
     try:
@@ -313,22 +312,20 @@ def _arrow_columns(data: bytes, columns: tuple[str, ...], integers: tuple[str, .
                                 read_options=pa_csv.ReadOptions(column_names=list(columns)))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    video_ids = table.column(columns[0])
-    names = pa_compute.unique(video_ids)
-    codes = _numpy_of(pa_compute.index_in(video_ids, value_set=names), np.dtype(np.int32))
-    values = {name: _numpy_of(table.column(name), np.dtype(np.int64 if name in integers else np.float64))
-              for name in columns[1:]}
-    values[columns[0]] = VideoCoding(np.array(names.to_pylist(), dtype=object), codes.astype(np.int64))
+    video_ids = table.column(columns[0]).unify_dictionaries()  # one vocabulary for every chunk
+    names = video_ids.chunk(0).dictionary.to_pylist() if video_ids.num_chunks else []
+    codes = _numpy_of([chunk.indices for chunk in video_ids.chunks], np.dtype(np.int32))
+    values = {name: _numpy_of(table.column(name).chunks,
+                              np.dtype(np.int64 if name in integers else np.float64)) for name in columns[1:]}
+    values[columns[0]] = VideoCoding(np.array(names, dtype=object), codes.astype(np.int64))
     return values
 
 
-def _numpy_of(column, dtype: np.dtype) -> np.ndarray:
-    """A null-free Arrow column of fixed-width numbers as one numpy array, read from its data buffers.
-
-    (``ChunkedArray.to_numpy`` would import pandas, which costs more than reading the whole file.)
-    """
+def _numpy_of(chunks, dtype: np.dtype) -> np.ndarray:
+    """Null-free Arrow arrays of fixed-width numbers (a column's chunks) as one numpy array, read from their
+    data buffers. (``ChunkedArray.to_numpy`` would import pandas, which costs more than reading the file.)"""
     parts = [np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk),
-                           offset=chunk.offset * dtype.itemsize) for chunk in column.chunks if len(chunk)]
+                           offset=chunk.offset * dtype.itemsize) for chunk in chunks if len(chunk)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
