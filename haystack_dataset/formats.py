@@ -127,19 +127,19 @@ _IMAGE_KEYS = ("file_name", "height", "width", "image_id", "pan_seg_file_name", 
                "relations")
 
 
-class _Segment(msgspec.Struct):
+class _Segment(msgspec.Struct, gc=False):
     id: int
     category_id: int
     isthing: int | bool
 
 
-class _Box(msgspec.Struct):
+class _Box(msgspec.Struct, gc=False):
     category_id: int | None = None
     bbox: tuple[float, float, float, float] | None = None
     bbox_mode: int = 0
 
 
-class _Record(msgspec.Struct):
+class _Record(msgspec.Struct, gc=False):
     file_name: str
     height: int
     width: int
@@ -151,7 +151,7 @@ class _Record(msgspec.Struct):
     neg_relations: list[tuple[int, int, int]] | msgspec.UnsetType = msgspec.UNSET
 
 
-class _File(msgspec.Struct):
+class _File(msgspec.Struct, gc=False):
     thing_classes: list[Any]
     stuff_classes: list[Any]
     predicate_classes: list[Any]
@@ -191,7 +191,8 @@ def read_annotation(path: str | os.PathLike, *, require_negatives: bool | None =
     """
     path = Path(path)
     data = read_bytes(path, "annotation file")
-    return _parse(data, str(path), require_negatives, records)
+    with typed_json.gc_paused():
+        return _parse(data, str(path), require_negatives, records)
 
 
 def parse_annotation(raw: Any, *, source: str | None = None,

@@ -243,15 +243,16 @@ def read_recall_predictions(path: str | os.PathLike) -> list[RecallPrediction]:
         raise FormatError(str(path), "unreadable prediction file", expected="JSON nested a few levels deep",
                           found="nesting too deep") from None
     out, seen = [], {}
-    for index, raw_entry in enumerate(entries):
-        entry = typed_json.decode(raw_entry, _ENTRY, file=str(path), what="prediction file", record=index,
-                                  describe=_describe_entry)
-        _check_unique(entry.image_id, index, seen, str(path))
-        out.append(_entry_arrays(entry, index, str(path)))
+    with typed_json.gc_paused():
+        for index, raw_entry in enumerate(entries):
+            entry = typed_json.decode(raw_entry, _ENTRY, file=str(path), what="prediction file", record=index,
+                                      describe=_describe_entry)
+            _check_unique(entry.image_id, index, seen, str(path))
+            out.append(_entry_arrays(entry, index, str(path)))
     return out
 
 
-class _Entry(msgspec.Struct):
+class _Entry(msgspec.Struct, gc=False):
     image_id: int | str | float
     pairs: list[tuple[int, int]]
     predicate_scores: list[list[float]]
