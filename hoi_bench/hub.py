@@ -187,7 +187,6 @@ def staged_replace(
         stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-{os.getpid()}-", dir=target.parent))
         try:
             yield stage
-            shutil.rmtree(stage / EMBEDDING_FOLDER, ignore_errors=True)
             if target.is_dir():
                 _carry_over(target, stage, owned or (lambda entry: False))
                 os.chmod(stage, stat.S_IMODE(target.stat().st_mode))
@@ -252,15 +251,14 @@ def _same_file(handle: int, path: Path) -> bool:
         return False
 
 
-def remove_stale_staging(target: Path) -> list[Path]:
-    """Remove what killed writers of ``target`` left next to it; return the removed paths.
+def remove_stale_staging(target: Path) -> None:
+    """Remove what killed writers of ``target`` left next to it.
 
     ``.NAME.partial-PID-*`` staging folders whose process ``PID`` is gone are deleted. A ``.NAME.previous-PID``
     (a writer killed between its two renames) is renamed back to ``NAME`` when ``NAME`` is missing, else
     deleted. Entries of live processes, and names without a process id, are left alone.
     """
     pattern = re.compile(rf"\.{re.escape(target.name)}\.(partial|previous)-(\d+)(-.*)?")
-    removed = []
     for entry in sorted(target.parent.iterdir()):
         match = pattern.fullmatch(entry.name)
         if match is None or not entry.is_dir() or entry.is_symlink() or _process_alive(int(match.group(2))):
@@ -272,8 +270,6 @@ def remove_stale_staging(target: Path) -> list[Path]:
         if match.group(1) == "partial" or match.group(3) is None:
             shutil.rmtree(entry, ignore_errors=True)
             logger.warning("%s: removed %s, left by a build that was killed", target, entry.name)
-            removed.append(entry)
-    return removed
 
 
 def _process_alive(pid: int) -> bool:
@@ -368,14 +364,16 @@ def _write_split(
     scratch.mkdir(exist_ok=True)
     parts = []
     batch_rows, chunk_rows = _embedding_rows(ds)
-    for start in range(0, len(ds), chunk_rows):
-        part = scratch / f"{folder.name}-{split}-{len(parts):05d}.arrow"
-        with _remapped(ds) as source:
-            chunk = source.select(range(start, min(start + chunk_rows, len(ds)))).with_format("arrow")
-            chunk.map(embed_table_storage, batched=True, batch_size=batch_rows, writer_batch_size=batch_rows,
-                      cache_file_name=str(part), load_from_cache_file=False, desc=f"embedding {split}")
-            del chunk
-        parts.append(part)
+    with _one_progress_bar(len(ds), f"embedding {split}") as progress:
+        for start in range(0, len(ds), chunk_rows):
+            part = scratch / f"{folder.name}-{split}-{len(parts):05d}.arrow"
+            with _remapped(ds) as source:
+                chunk = source.select(range(start, min(start + chunk_rows, len(ds)))).with_format("arrow")
+                chunk.map(embed_table_storage, batched=True, batch_size=batch_rows, writer_batch_size=batch_rows,
+                          cache_file_name=str(part), load_from_cache_file=False)
+                progress.update(len(chunk))
+                del chunk
+            parts.append(part)
     with _opened_parts(parts, ds.features) as embedded:
         num_bytes = embedded.data.nbytes
     num_shards = max(1, math.ceil(num_bytes / max_shard_bytes))
@@ -444,6 +442,22 @@ def _embedding_rows(ds: datasets.Dataset) -> tuple[int, int]:
     row_bytes = max(1.0, ds.data.nbytes / max(1, len(ds)))
     batch = max(1, min(MAX_BATCH_ROWS, int(EMBED_BATCH_BYTES / row_bytes)))
     return batch, batch * max(1, int(EMBED_CHUNK_BYTES / (row_bytes * batch)))
+
+
+@contextlib.contextmanager
+def _one_progress_bar(total: int, description: str) -> Iterator:
+    """A ``datasets`` progress bar for a whole split, with the bars of the per-chunk ``map`` calls hidden."""
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    from datasets.utils import tqdm as hf_tqdm
+
+    shown = not are_progress_bars_disabled()
+    with hf_tqdm(total=total, unit=" examples", desc=description) as progress:
+        disable_progress_bars()
+        try:
+            yield progress
+        finally:
+            if shown:
+                enable_progress_bars()
 
 
 @contextlib.contextmanager
