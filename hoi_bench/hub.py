@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import logging
 import math
 import os
@@ -146,9 +147,11 @@ def is_hub_folder(folder: str | os.PathLike) -> bool:
     readme = Path(folder) / "README.md"
     if not readme.is_file():
         return False
+    import yaml
+
     try:
         data = DatasetCard.load(readme).data.to_dict()
-    except Exception:  # any card huggingface_hub cannot parse is not one hoi-bench wrote
+    except (OSError, ValueError, yaml.YAMLError):  # a card huggingface_hub cannot parse: not one hoi-bench wrote
         return False
     tags = data.get("tags") or []
     if isinstance(tags, list) and HOI_BENCH_TAG in tags:
@@ -395,7 +398,7 @@ def _contiguous_shards(rows: int, num_shards: int) -> list[tuple[int, int]]:
     """
     size, longer = divmod(rows, num_shards)
     starts = [index * size + min(index, longer) for index in range(num_shards + 1)]
-    return list(zip(starts[:-1], starts[1:]))
+    return list(itertools.pairwise(starts))
 
 
 def _write_parquet(parts: list[Path], features: datasets.Features, start: int, stop: int, path: Path) -> None:

@@ -206,7 +206,7 @@ def _png_claiming(width: int, height: int) -> bytes:
 
 
 def _first_vcoco_image(native: Path) -> Path:
-    return sorted((native / "v-coco" / "images" / "train2014").glob("*.jpg"))[0]
+    return min((native / "v-coco" / "images" / "train2014").glob("*.jpg"))
 
 
 @pytest.mark.parametrize("content", [
