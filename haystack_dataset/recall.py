@@ -228,8 +228,10 @@ def _aggregate(graph_hits: list[np.ndarray], free_hits: list[np.ndarray], predic
             class_hits = np.bincount(predicates[hits[position]], minlength=num_predicates)
             for c in np.flatnonzero(count).tolist():
                 per_class[c].append(class_hits[c] / count[c])
-        # summed one class after the other, as OpenPSG's loop does (a pairwise sum may differ in the last bit)
-        out[f"mR@{k}"] = float(sum(float(np.mean(r)) if r else 0.0 for r in per_class) / num_predicates)
+        total = 0.0  # summed one class after the other, as OpenPSG's loop does (np.sum's pairwise sum and
+        for recalls in per_class:  # Python 3.12's compensated sum() can differ in the last bit)
+            total += float(np.mean(recalls)) if recalls else 0.0
+        out[f"mR@{k}"] = total / num_predicates
     for position, k in enumerate(ks):
         out[f"ngR@{k}"] = float(np.mean([h[position].mean() for h in free_hits])) if evaluated else float("nan")
     out["images"] = evaluated
