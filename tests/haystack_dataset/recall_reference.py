@@ -83,7 +83,10 @@ def reference_recall(images: list[dict], num_predicates: int, ks=(20, 50, 100), 
     out = {}
     for k in ks:
         out[f"R@{k}"] = float(np.mean(recall[k])) if recall[k] else None
-        out[f"mR@{k}"] = sum(float(np.mean(v)) if v else 0.0 for v in per_class[k]) / num_predicates
+        sum_recall = 0.0  # OpenPSG's loop: one class after the other
+        for values in per_class[k]:
+            sum_recall += float(np.mean(values)) if values else 0.0
+        out[f"mR@{k}"] = sum_recall / num_predicates
         out[f"ngR@{k}"] = float(np.mean(free[k])) if free[k] else None
     out["images"] = len(recall[ks[0]])
     return out
