@@ -2,17 +2,17 @@
 
 Run: ``python benchmarks/hoi_sg_read_speed.py [--anchors-dir ../shared/anchors] [--repeats 3] [--cache DIR]``.
 
-Inputs (generated once, cached): the GT ``test_hico_sg1.json`` (8,515 images) and ``test_vcoco_sg3.json`` (3,888)
-of the anchors, and for each a QPIC-style prediction file with 100 HOIs and 200 boxes per image (the GT's own
-HOIs first, jittered; the rest random). Printed, in one run so the figures share the machine's load:
+Inputs (generated once, cached): the GT ``test_hico_sg1.json`` (8,515 images) and ``test_vcoco_sg3.json``
+(3,888) of the anchors, and for each a QPIC-style prediction file with 100 HOIs and 200 boxes per image (the
+GT's own HOIs first, jittered; the rest random). Printed, in one run so the figures share the machine's load:
 
 - in-process reading of the prediction + GT files, best of ``--repeats`` (CPU seconds): the standard library's
   ``json.loads`` alone (a floor for any reader building Python objects), the Python validators
   (``predictions.load_sets``), the typed readers (``predictions.load_hoi_sets``), and the design the typed
   readers did not take: ``msgspec.Raw`` spans of the box lists joined and parsed by ``np.fromstring``;
-- fresh-process ``hoi-bench evaluate`` wall time (min and median of ``--repeats``), CPU time (user + sys, less
-  sensitive to a shared machine's load) and peak RSS, against the issue-11 targets (HICO <= 2.1 s and 1,864 MiB,
-  V-COCO <= 0.95 s and 870 MiB).
+- fresh-process ``hoi-bench evaluate`` wall time (min and median of ``--repeats``), CPU time (user + sys,
+  less sensitive to a shared machine's load) and peak RSS, against the issue-11 targets (HICO <= 2.1 s and
+  1,864 MiB, V-COCO <= 0.95 s and 870 MiB).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ CONFIGS = {
 
 
 def make_predictions(gt: list[dict], seed: int = 0, hois: int = 100, boxes: int = 200) -> list[dict]:
-    """QPIC-style entries: ``boxes - hois`` person boxes then one object box per HOI; GT HOIs first, jittered."""
+    """QPIC-style entries: ``boxes - hois`` person boxes, then an object box per HOI; GT HOIs first."""
     rng = np.random.default_rng(seed)
     pairs = sorted({(h["category_id"], g["annotations"][h["object_id"]]["category_id"])
                     for g in gt for h in g["hoi_annotation"] if h["object_id"] >= 0})
@@ -61,7 +61,8 @@ def make_predictions(gt: list[dict], seed: int = 0, hois: int = 100, boxes: int 
         xyxy[:, 2:] = np.maximum(xyxy[:, 2:], xyxy[:, :2])
         out.append({
             "file_name": image["file_name"],
-            "predictions": [{"bbox": b, "category_id": c} for b, c in zip(np.round(xyxy, 2).tolist(), labels.tolist())],
+            "predictions": [{"bbox": b, "category_id": c}
+                            for b, c in zip(np.round(xyxy, 2).tolist(), labels.tolist())],
             "hoi_prediction": [{"subject_id": s, "object_id": people + k, "category_id": v, "score": p}
                                for k, (s, v, p) in enumerate(zip(subjects.tolist(), chosen[:, 0].tolist(),
                                                                  np.round(scores, 6).tolist()))],
@@ -135,8 +136,9 @@ def main() -> None:
     # fresh processes first: a forked child's peak RSS includes the parent's pages, so keep the parent small
     for name, (gt, pred) in inputs.items():
         _, verb, target_s, target_mib = CONFIGS[name]
-        runs = [fresh([*hoi_bench, "evaluate", verb, "--references", str(gt), "--predictions", str(pred),
-                       "--output", str(args.cache / f"{name}_result.json")], env) for _ in range(args.repeats)]
+        command = [*hoi_bench, "evaluate", verb, "--references", str(gt), "--predictions", str(pred),
+                   "--output", str(args.cache / f"{name}_result.json")]
+        runs = [fresh(command, env) for _ in range(args.repeats)]
         wall = [s for s, _, _ in runs]
         rss = max(r for _, r, _ in runs)
         cpu = min(c for _, _, c in runs)
@@ -148,13 +150,15 @@ def main() -> None:
         dataset = "hico" if name == "hico" else "vcoco"
         data = pred.read_bytes()
         print(f"\n{name}: {gt.name} + {pred.name} ({len(data) / 1e6:.0f} MB), CPU s, best of {args.repeats}")
-        floor = cpu_best(args.repeats, lambda: json.loads(data))
+        floor = cpu_best(args.repeats, lambda data=data: json.loads(data))
         rows = [
             ("json.loads of the predictions (floor)", floor),
-            ("Python validators (load_sets)", cpu_best(args.repeats, lambda: load_sets(gt, pred, dataset))),
-            ("typed readers (load_hoi_sets)", cpu_best(args.repeats, lambda: load_hoi_sets(gt, pred, dataset))),
+            ("Python validators (load_sets)",
+             cpu_best(args.repeats, lambda gt=gt, pred=pred, d=dataset: load_sets(gt, pred, d))),
+            ("typed readers (load_hoi_sets)",
+             cpu_best(args.repeats, lambda gt=gt, pred=pred, d=dataset: load_hoi_sets(gt, pred, d))),
             ("rejected: msgspec.Raw + np.fromstring, numbers only",
-             cpu_best(args.repeats, lambda: raw_spans_parsed_by_numpy(data))),
+             cpu_best(args.repeats, lambda data=data: raw_spans_parsed_by_numpy(data))),
         ]
         for label, seconds in rows:
             print(f"  {label:<52} {seconds:6.2f}  ({seconds / floor:4.2f} x json.loads)")

@@ -253,7 +253,9 @@ def image_path(root: Path, dataset: Dataset, record: ImageRecord, source: str = 
             found=record.file_name,
         )
     relative = f"images/{origin}/{record.file_name}"
-    return resolve_inside(root, relative, file=str(root / relative), record=record.file_name, field="file_name")
+    return resolve_inside(
+        root, relative, file=str(root / relative), record=record.file_name, field="file_name"
+    )
 
 
 def sha256(path: Path) -> str:

@@ -10,17 +10,17 @@ Three protocols, each reproducing an upstream evaluator:
   two identical GT HOIs only the first can ever be matched, yet both count as GT, as upstream). Predictions
   whose predicted-label triplet (subject category, object category, verb) never occurs in the GT are ignored,
   and so are all predictions on an image without GT boxes (upstream tests a list against a list of tuples
-  there, which is always "absent"). 11-point AP per GT triplet with ``np.arange(0., 1.1, 0.1)`` thresholds after ``np.argsort(-score)`` (the
-  same call, so ties resolve as upstream does on the same numpy build), means with ``np.mean`` in
-  first-appearance order of the triplets.
+  there, which is always "absent"). 11-point AP per GT triplet with ``np.arange(0., 1.1, 0.1)`` thresholds
+  after ``np.argsort(-score)`` (the same call, so ties resolve as upstream does on the same numpy build),
+  means with ``np.mean`` in first-appearance order of the triplets.
 * ``hoi_map(..., protocol="ho-rcnn")`` — the official HICO-DET MATLAB code (``eval_one.m``): the fixed 600 HOI
   classes, no per-image cap, IoU without categories (``iw = min(x2) - max(x1) + 1 > 0``), every GT pair its
   own instance, stable sort of all detections of a class, thresholds ``0:0.1:1`` as MATLAB's colon operator
   builds them, optional known-object mode; a class with detections but no GT has recall 0/0 = NaN, so the mean
   recall is NaN, as ``eval_one.m`` prints it.
 * ``vcoco_map`` — QPIC ``datasets/vcoco_eval.py``: GT without object (``object == -1``) is matched on the
-  subject alone, no triplet filter, predictions on an image without GT boxes are FPs, AP per verb, ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24
-  fixed verbs with absent ones counted as 0.
+  subject alone, no triplet filter, predictions on an image without GT boxes are FPs, AP per verb,
+  ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24 fixed verbs with absent ones counted as 0.
 
 Inputs are :class:`HoiSet` objects: the boxes and HOIs of every image of a test set, concatenated with
 offsets. The matching is done for all images at once (a join of predictions and GT HOIs on (image, verb)),
@@ -264,7 +264,8 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
             image, local = _image_of(hoi_set.hoi_offsets, far_score[0])
             raise PredictionError(
                 f"{what}: image {image}: field 'scores[{local}]': score out of range "
-                f"(expected a number within +-{FLOAT32_MAX:.4g}, float32, found {float(scores[far_score[0]])})"
+                f"(expected a number within +-{FLOAT32_MAX:.4g}, float32, "
+                f"found {float(scores[far_score[0]])})"
             )
 
 
@@ -477,8 +478,8 @@ def _eleven_point_ap(
 ) -> tuple[float, float]:
     """(11-point AP, max recall) of one class from its counted predictions, given in file order.
 
-    No predictions: (0, 0). Predictions but no GT (only the ho-rcnn protocol has such classes): AP 0 and recall
-    ``tp / npos`` = 0/0 = NaN, as ``VOCevaldet_bboxpair.m`` computes it.
+    No predictions: (0, 0). Predictions but no GT (only the ho-rcnn protocol has such classes): AP 0 and
+    recall ``tp / npos`` = 0/0 = NaN, as ``VOCevaldet_bboxpair.m`` computes it.
 
     ``stable``: MATLAB's stable sort of the detections (file order on ties). Otherwise QPIC's
     ``np.argsort(-score)`` on the scores in the order QPIC appends them (image, descending score, file order)

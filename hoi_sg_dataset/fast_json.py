@@ -1,8 +1,9 @@
-"""Typed readers that decode PPDM/QPIC prediction files and hoi_sg GT files straight into ``HoiSet`` arrays.
+"""Typed readers that decode PPDM/QPIC prediction files and hoi_sg GT files straight into ``HoiSet``s.
 
-``predictions.read_predictions`` and ``formats.read_annotations`` check every field in Python, one dict per box
-and per HOI: on a full-size QPIC prediction file (851,500 HOIs, 1.7 million boxes, 150-170 MB) that is most of
-the time of ``hoi-bench evaluate``. Here msgspec decodes the file into ``Struct`` classes, checking JSON syntax,
+``predictions.read_predictions`` and ``formats.read_annotations`` check every field in Python, one dict per
+box and per HOI: on a full-size QPIC prediction file (851,500 HOIs, 1.7 million boxes, 150-170 MB) that is
+most of the time of ``hoi-bench evaluate``. Here msgspec decodes the file into ``Struct`` classes, checking
+JSON syntax,
 field names and JSON types (``int`` rejects ``1.0`` and ``true``) in compiled code; the values are then copied
 into numpy arrays and every remaining rule (ids in the vocabulary, indices inside the image's box list, finite
 numbers inside the float32 range, box corners in order, HOI class ids, one record per image) is checked on
@@ -10,8 +11,9 @@ whole columns at once.
 
 The error messages stay those of the Python validators: on the first problem of any kind the file is read
 again by them (``read_json``), and they raise their usual ``FormatError`` (file, record, field, expected,
-found). The second read costs time only when the input is wrong. Why msgspec ``Struct`` classes and not ``msgspec.Raw`` spans parsed by
-numpy, and the figures behind that choice: ``docs/hoi_sg_metrics.md``, "Reading speed".
+found). The second read costs time only when the input is wrong. Why msgspec ``Struct`` classes and not
+``msgspec.Raw`` spans parsed by numpy, and the figures behind that choice: ``docs/hoi_sg_metrics.md``,
+"Reading speed".
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from hoi_bench.files import read_bytes, read_json
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.formats import FLOAT32_MAX
 from hoi_sg_dataset.vocabulary import coco_objects, hico_hoi_lookup, hico_verbs, vcoco_verbs
-
 
 
 class _Box(msgspec.Struct, gc=False):
@@ -97,10 +98,13 @@ def _offsets(lengths) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
-def _check_indices(hois: np.ndarray, box_offsets: np.ndarray, hoi_offsets: np.ndarray, no_object: bool) -> None:
+def _check_indices(
+    hois: np.ndarray, box_offsets: np.ndarray, hoi_offsets: np.ndarray, no_object: bool
+) -> None:
     boxes_of_hoi = np.repeat(np.diff(box_offsets), np.diff(hoi_offsets))
+    subject, obj = hois[:, 0], hois[:, 1]
     low = -1 if no_object else 0
-    if not ((hois[:, 0] >= 0) & (hois[:, 0] < boxes_of_hoi) & (hois[:, 1] >= low) & (hois[:, 1] < boxes_of_hoi)).all():
+    if not ((subject >= 0) & (subject < boxes_of_hoi) & (obj >= low) & (obj < boxes_of_hoi)).all():
         raise _Invalid
 
 

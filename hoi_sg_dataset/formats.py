@@ -67,8 +67,8 @@ Dataset = Literal["hico", "vcoco"]
 DATASETS: tuple[str, ...] = ("hico", "vcoco")
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
-"""Largest coordinate or score magnitude accepted anywhere: beyond it a float32 (the datasets' box feature, QPIC's
-tensors) holds inf, so a finite-looking number would silently become an infinite box."""
+"""Largest coordinate or score magnitude accepted anywhere: beyond it a float32 (the datasets' box feature,
+QPIC's tensors) holds inf, so a finite-looking number would silently become an infinite box."""
 
 _ORIGIN = re.compile(r"^(HICO|COCO)_(train2015|test2015|train2014|val2014)_(\d+)\.\w+$")
 _KNOWN_RECORD_KEYS = frozenset({"file_name", "img_id", "annotations", "hoi_annotation"})

@@ -1,15 +1,16 @@
 """Read HICO-DET detections in the layout the official MATLAB evaluation reads (ho-rcnn ``eval_one.m``).
 
-Many HICO-DET exporters (UPT, CDN, iCAN-style) write their detections for that tool, in one of two layouts:
+Many HICO-DET exporters (UPT, CDN, iCAN-style) write their detections for that tool, in one of two
+layouts:
 
-* format ``obj`` (the one its driver uses): a folder of ``detections_01.mat`` .. ``detections_80.mat``, one per
-  object category in COCO id order (person, bicycle, ..., toothbrush); each holds ``all_boxes``, a cell array of
-  (HOI classes of that object, in the 600-class order) x (test images, in ``list_test`` order);
+* format ``obj`` (the one its driver uses): a folder of ``detections_01.mat`` .. ``detections_80.mat``, one
+  per object category in COCO id order (person, bicycle, ..., toothbrush); each holds ``all_boxes``, a cell
+  array of (HOI classes of that object, in the 600-class order) x (test images, in ``list_test`` order);
 * format ``all``: one ``detections.mat`` whose ``all_boxes`` is 600 x (test images).
 
-Each cell is a k x 9 double matrix ``[h_x1 h_y1 h_x2 h_y2 o_x1 o_y1 o_x2 o_y2 score]`` of **0-based** pixel boxes;
-the tool adds 1 to every coordinate (``det_bb = det_bb + 1``), and so does this reader. Extra columns are
-ignored, as ``det{j}(:, 1:8)`` and ``det{j}(:, 9)`` ignore them. Column ``j`` (1-based) is the test image
+Each cell is a k x 9 double matrix ``[h_x1 h_y1 h_x2 h_y2 o_x1 o_y1 o_x2 o_y2 score]`` of **0-based** pixel
+boxes; the tool adds 1 to every coordinate (``det_bb = det_bb + 1``), and so does this reader. Extra columns
+are ignored, as ``det{j}(:, 1:8)`` and ``det{j}(:, 9)`` ignore them. Column ``j`` (1-based) is the test image
 ``HICO_test2015_<j, 8 digits>.jpg`` (``list_test`` of ``anno.mat`` lists the test images in that order).
 
 Reading ``.mat`` files needs ``scipy`` (``pip install 'hoi-bench[matlab]'``); it is imported only here.
@@ -154,8 +155,8 @@ def _all_boxes(file: Path, loadmat, rows: int) -> np.ndarray:
 
 
 def _collect(parts: Sequence[tuple[Path, np.ndarray, np.ndarray]]) -> MatlabDetections:
-    """Every non-empty cell's rows, file by file, class by class, then image then row: within one class this is
-    the order in which the tool concatenates its detections (what its stable sort keeps for equal scores)."""
+    """Every non-empty cell's rows, file by file, class by class, then image then row: within one class
+    this is the order in which the tool concatenates its detections (kept by its stable sort on ties)."""
     columns, classes, matrices = [], [], []
     num_columns = parts[0][1].shape[1]
     for file, cells, class_of_row in parts:

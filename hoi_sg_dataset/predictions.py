@@ -268,7 +268,7 @@ def align_predictions(
     gt_names: Sequence[str], entry_names: Sequence[str], entries: HoiSet, source: str = "<predictions>"
 ) -> HoiSet:
     """Predictions ``entries`` (one image per entry, named ``entry_names``) lined up with the GT images
-    ``gt_names``, as :func:`prediction_set` does for ``ImagePredictions``: same rules, same errors, on arrays."""
+    ``gt_names`` as :func:`prediction_set` lines up ``ImagePredictions``: same rules and errors, on arrays."""
     position = {name: i for i, name in enumerate(gt_names)}
     entry_of_image = np.full(len(gt_names), -1, dtype=np.int64)
     for index, name in enumerate(entry_names):

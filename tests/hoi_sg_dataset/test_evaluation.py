@@ -129,7 +129,9 @@ def test_images_without_gt_boxes_skip_predictions_in_qpic_hico_but_count_fps_in_
 def test_image_with_gt_boxes_but_no_gt_hoi_still_counts_fps_in_qpic_hico():
     """Only an image without GT *boxes* takes upstream's skipping branch; boxes without HOIs do not."""
     gt = HoiSet.from_images(
-        boxes=[GT_BOXES[:2], GT_BOXES[2:]], box_labels=[GT_LABELS[:2], GT_LABELS[2:]], hois=[[[0, 1, HOLD]], []]
+        boxes=[GT_BOXES[:2], GT_BOXES[2:]],
+        box_labels=[GT_LABELS[:2], GT_LABELS[2:]],
+        hois=[[[0, 1, HOLD]], []],
     )
     pred = HoiSet.from_images(
         boxes=[GT_BOXES[:2], GT_BOXES[2:]],
@@ -142,7 +144,7 @@ def test_image_with_gt_boxes_but_no_gt_hoi_still_counts_fps_in_qpic_hico():
 
 def test_ho_rcnn_class_with_detections_but_no_gt_makes_the_mean_recall_nan():
     """hoi_sg.md Corrections: VOCevaldet_bboxpair.m computes rec = tp/npos = 0/0 = NaN for such a class and
-    eval_one.m prints mean(REC) = NaN; the class's AP is 0. Without that detection the mean recall is defined."""
+    eval_one.m prints mean(REC) = NaN; the class's AP is 0. Without that detection the mean is defined."""
     gt = one_image(GT_BOXES[:2], GT_LABELS[:2], [[0, 1, HOLD]])
     pred = one_image(GT_BOXES[:2], GT_LABELS[:2], [[0, 1, HOLD], [0, 1, CARRY]], [0.9, 0.8])
     result = hoi_map(gt, pred, protocol="ho-rcnn")

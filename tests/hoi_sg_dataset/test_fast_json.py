@@ -42,7 +42,7 @@ def same_set(a: HoiSet, b: HoiSet) -> None:
 
 @pytest.fixture(scope="module")
 def sample_files(tmp_path_factory):
-    """Split sg1 of the synthetic sample with verb-prior predictions, shuffled, one image left out, gzipped."""
+    """Split sg1 of the synthetic sample with verb-prior predictions: shuffled, one image left out, .gz."""
     base = tmp_path_factory.mktemp("fast-json")
     plan = sample_plan()
     out = {}
@@ -115,7 +115,7 @@ def prediction_cases():
         ("entry not an object", json.dumps([ENTRY, [1, 2]])),
         ("not a list", json.dumps({"file_name": "x"})),
         ("malformed JSON", json.dumps([ENTRY])[:-5]),
-        ("1e999 score", json.dumps([ENTRY, broken("hoi_prediction.0.score", 0.123)]).replace("0.123", "1e999")),
+        ("1e999 score", entry_text(broken("hoi_prediction.0.score", 0.123)).replace("0.123", "1e999")),
     ]
     return cases
 
@@ -135,13 +135,15 @@ def test_bad_prediction_file_gets_the_python_validators_message(tmp_path, name, 
 
 
 def test_out_of_range_values_name_record_field_expected_and_found(tmp_path):
-    pred = write_text(tmp_path / "pred.json", json.dumps([ENTRY, broken("predictions.0.bbox", [0, 0, 1e39, 1])]))
+    far = broken("predictions.0.bbox", [0, 0, 1e39, 1])
+    pred = write_text(tmp_path / "pred.json", json.dumps([ENTRY, far]))
     with pytest.raises(FormatError) as error:
         read_prediction_set(pred, "hico")
     assert error.value.record == 1 and error.value.field == "predictions[0].bbox"
     assert "float32" in error.value.expected and "1e+39" in str(error.value)
     score = write_text(tmp_path / "score.json", json.dumps([broken("hoi_prediction.0.score", -1e39)]))
-    with pytest.raises(FormatError, match=r"record 0: field 'hoi_prediction\[0\].score': score of .* out of range"):
+    message = r"record 0: field 'hoi_prediction\[0\].score': score of .* out of range"
+    with pytest.raises(FormatError, match=message):
         read_prediction_set(score, "hico")
 
 
@@ -214,7 +216,8 @@ def test_cli_refuses_a_gt_file_listing_an_image_twice(tmp_path, capsys, metric):
 
 def test_cli_refuses_a_coordinate_beyond_float32(tmp_path, capsys):
     gt_path = write_text(tmp_path / "gt.json", json.dumps(GT))
-    pred_path = write_text(tmp_path / "pred.json", json.dumps([broken("predictions.1.bbox", [0, 0, 1e39, 9])]))
+    far = broken("predictions.1.bbox", [0, 0, 1e39, 9])
+    pred_path = write_text(tmp_path / "pred.json", json.dumps([far]))
     err = one_line_error(
         ["evaluate", "hoi_map", "--references", str(gt_path), "--predictions", str(pred_path)], capsys
     )

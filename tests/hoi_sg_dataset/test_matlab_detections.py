@@ -1,5 +1,6 @@
-"""`hoi_map --protocol ho-rcnn` reads the official MATLAB tool's detection layout (eval_one.m, formats obj and all)
-exactly as the JSON prediction file with the same detections, and refuses anything else with one clear line."""
+"""`hoi_map --protocol ho-rcnn` reads the official MATLAB tool's detection layout (eval_one.m, formats obj
+and all) exactly as the JSON prediction file with the same detections, and refuses anything else with one
+clear line."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hoi_sg_dataset.formats import BoxAnnotation, HoiAnnotation, ImageRecord, wr
 from hoi_sg_dataset.predictions import hoi_map_files
 from hoi_sg_dataset.vocabulary import coco_objects, hico_hoi_classes
 
-scipy_io = pytest.importorskip("scipy.io", reason="the MATLAB layout needs the optional scipy (hoi-bench[matlab])")
+scipy_io = pytest.importorskip("scipy.io", reason="the MATLAB layout needs scipy (hoi-bench[matlab])")
 
 PERSON, CUP = 1, 47
 CLASSES = hico_hoi_classes()
@@ -78,7 +79,10 @@ def write_json(path, detections=DETECTIONS):
             col, {"file_name": f"HICO_test2015_{col + 1:08d}.jpg", "predictions": [], "hoi_prediction": []}
         )
         k = len(entry["predictions"])
-        entry["predictions"] += [{"bbox": h, "category_id": PERSON}, {"bbox": o, "category_id": CLASSES[c].object_id}]
+        entry["predictions"] += [
+            {"bbox": h, "category_id": PERSON},
+            {"bbox": o, "category_id": CLASSES[c].object_id},
+        ]
         entry["hoi_prediction"].append(
             {"subject_id": k, "object_id": k + 1, "category_id": CLASSES[c].verb_id, "score": s}
         )
@@ -102,7 +106,7 @@ def test_matlab_layouts_give_the_numbers_of_the_same_detections_as_json(tmp_path
     from_json = hoi_map_files(gt_file, write_json(tmp_path / "pred.json"), protocol="ho-rcnn")
     assert from_mat["ap_per_triplet"] == from_json["ap_per_triplet"]
     assert from_mat["mAP"] == from_json["mAP"]
-    # hand-checked: hold cup has 2 GT; order 0.9 TP, 0.8 FP, 0.8 TP (stable: cell row order) -> precision 1, 2/3
+    # hand-checked: hold cup has 2 GT; 0.9 TP, 0.8 FP, 0.8 TP (stable: cell row order) -> precision 1, 2/3
     ap_hold = sum([1.0] * 6 + [2 / 3] * 5) / 11
     assert from_mat["ap_per_triplet"][f"{PERSON}_{CUP}_37"] == pytest.approx(ap_hold, abs=1e-15)
 
@@ -112,7 +116,7 @@ def test_detections_for_a_test_image_the_gt_lacks_are_false_positives(tmp_path, 
     with caplog.at_level(logging.WARNING):
         result = hoi_map_files(gt_file, write_all(tmp_path / "m", [*DETECTIONS, extra]), protocol="ho-rcnn")
     assert "HICO_test2015_00000004.jpg" in caplog.text
-    # 0.95 FP first: precision 1/2, then 0.8 ties (FP, TP) -> 2/4; eleven points: 0.5 up to recall 0.5, then 0.5
+    # 0.95 FP, 0.9 TP (precision 1/2), 0.8 FP, 0.8 TP (2/4): the envelope is 0.5 at every recall threshold
     assert result["ap_per_triplet"][f"{PERSON}_{CUP}_37"] == pytest.approx(sum([0.5] * 11) / 11, abs=1e-15)
 
 
