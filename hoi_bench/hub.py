@@ -377,7 +377,7 @@ def _write_split(
                 progress.update(len(chunk))
                 del chunk
             parts.append(part)
-    with _opened_parts(parts, ds.features) as embedded:
+    with _opened_parts(parts) as embedded:
         num_bytes = embedded.data.nbytes
     num_shards = max(1, math.ceil(num_bytes / max_shard_bytes))
     sizes = []
@@ -419,7 +419,7 @@ def _write_parquet(parts: list[Path], features: datasets.Features, start: int, s
     )
     from datasets.formatting import query_table
 
-    with _opened_parts(parts, features) as embedded:
+    with _opened_parts(parts) as embedded:
         shard = embedded.select(range(start, stop))
         batch_size = get_writer_batch_size_from_features(features) or get_writer_batch_size_from_data_size(
             len(shard), shard._estimate_nbytes())
@@ -432,7 +432,7 @@ def _write_parquet(parts: list[Path], features: datasets.Features, start: int, s
         writer = pq.ParquetWriter(stream, schema=schema, use_content_defined_chunking=chunking, write_page_index=True,
                                   **get_parquet_column_options(features, schema))
         for window_start in range(start, stop, window):
-            with _opened_parts(parts, features) as embedded:
+            with _opened_parts(parts) as embedded:
                 for offset in range(window_start, min(window_start + window, stop), batch_size):
                     writer.write_table(query_table(embedded.data, slice(offset, min(offset + batch_size, stop))))
         writer.add_key_value_metadata({"content_defined_chunking": json.dumps(chunking)})
@@ -471,17 +471,14 @@ def _remapped(ds: datasets.Dataset) -> Iterator[datasets.Dataset]:
     if not files or ds._indices is not None:
         yield ds
         return
-    with _opened_parts(files, ds.features) as source:
-        if len(source) != len(ds):
-            yield ds
-        else:
-            yield source
+    with _opened_parts(files) as source:
+        yield source if len(source) == len(ds) and source.features == ds.features else ds
 
 
 @contextlib.contextmanager
-def _opened_parts(files: list, features: datasets.Features) -> Iterator[datasets.Dataset]:
+def _opened_parts(files: list) -> Iterator[datasets.Dataset]:
     """The Arrow files ``files`` as one dataset, memory-mapped for the block only."""
-    parts = [datasets.Dataset.from_file(str(file), info=datasets.DatasetInfo(features=features)) for file in files]
+    parts = [datasets.Dataset.from_file(str(file)) for file in files]  # features: from the files' schema
     dataset = datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
     try:
         yield dataset
