@@ -244,12 +244,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Train and evaluate with parsed arguments (the ``hoi-bench train haystack`` entry)."""
+    """Train and evaluate with parsed arguments; returns the results dict (see :func:`train`)."""
     return run_with_args(PredClsBaseline(args), args)
 
 
 def train(args: argparse.Namespace) -> int:
-    """``hoi-bench train haystack``: :func:`run`; exit status 0 (results, predictions and model in --output-dir)."""
+    """``hoi-bench train haystack``: :func:`run`, then exit status 0 (outputs in --output-dir)."""
     run(args)
     return 0
 

@@ -56,14 +56,16 @@ def model_card(model, baseline_name: str, config, command: str, results: dict[st
                                  metric_type=key.rsplit("/", 1)[1], metric_value=value)
                       for key, value in metrics.items()] if dataset_id and metrics else None,
     )
-    setup = [("steps done", step), ("processes", processes)] + [(name, getattr(config, name)) for name in SETUP]
+    setup = [("steps done", step), ("processes", processes)]
+    setup += [(name, getattr(config, name)) for name in SETUP]
     setup += [(name, extra[name]) for name in ("backbone", "backbone_kind", "image_size", "freeze_backbone",
                                                "model") if name in extra]
+    splits = ", ".join(f"`{split}`" for split in results.get("splits", {}))
     body = "\n".join([
         f"# {baseline_name}",
         "",
-        f"A `{model_class}` (`{module}`) trained with [hoi-bench](https://pypi.org/project/hoi-bench/)'s "
-        f"`{baseline_name}` baseline on `{dataset}` (config `{dataset_config}`) for {step} steps.",
+        (f"A `{model_class}` (`{module}`) trained with [hoi-bench](https://pypi.org/project/hoi-bench/)'s "
+         f"`{baseline_name}` baseline on `{dataset}` (config `{dataset_config}`) for {step} steps."),
         "",
         "## How to use",
         "",
@@ -73,14 +75,14 @@ def model_card(model, baseline_name: str, config, command: str, results: dict[st
         f'model = {model_class}.from_pretrained("PATH_OR_REPO_ID")  # this folder, or its Hub repo',
         "```",
         "",
-        "To score it on a benchmark split, rerun the command line below with `--eval-only --init-from "
-        "PATH_OR_REPO_ID` and a new `--output-dir`.",
+        ("To score it on a benchmark split, rerun the command line below with `--eval-only --init-from "
+         "PATH_OR_REPO_ID` and a new `--output-dir`."),
         "",
         "## Training data",
         "",
         "| dataset | config | evaluated on |",
         "|---|---|---|",
-        f"| `{dataset}` | `{dataset_config}` | {', '.join(f'`{s}`' for s in results.get('splits', {})) or '-'} |",
+        f"| `{dataset}` | `{dataset_config}` | {splits or '-'} |",
         "",
         "## Training procedure",
         "",
@@ -96,7 +98,8 @@ def model_card(model, baseline_name: str, config, command: str, results: dict[st
         "",
         f"## Evaluation (step {step})",
         "",
-        *(["| split / metric | value |", "|---|---|", *[f"| {key} | {value:.6g} |" for key, value in metrics.items()]]
+        *(["| split / metric | value |", "|---|---|",
+           *[f"| {key} | {value:.6g} |" for key, value in metrics.items()]]
           if metrics else ["No evaluation split was scored."]),
         "",
         "## Framework versions",

@@ -24,8 +24,8 @@ class PairBaseline(Baseline):
     """A :class:`Baseline` whose model maps ``(crops, geometry[, labels])`` of every pair to logits.
 
     Batches hold ``tensor_keys`` concatenated over the pairs of all rows (``targets`` among them), a
-    ``pair_counts`` tensor, and ``meta_keys`` as per-row lists (``pairs`` among them). A prediction record is a
-    row's metadata plus ``pairs`` as an ``(n, 2)`` array and ``scores`` (one row of scores per pair).
+    ``pair_counts`` tensor, and ``meta_keys`` as per-row lists (``pairs`` among them). A prediction record is
+    a row's metadata plus ``pairs`` as an ``(n, 2)`` array and ``scores`` (one row of scores per pair).
     """
 
     tensor_keys: tuple[str, ...] = ("crops", "geometry", "labels", "targets")
@@ -39,7 +39,7 @@ class PairBaseline(Baseline):
     @property
     @abc.abstractmethod
     def train_pair_limit(self) -> int:
-        """Most pairs a training row contributes (``--max-pairs-per-image`` / ``--max-pairs-per-keyframe``)."""
+        """Most pairs a training row contributes (``--max-pairs-per-image``, ``--max-pairs-per-keyframe``)."""
 
     @abc.abstractmethod
     def pair_rows(self, rows: dict[str, list], limit: int | None) -> dict[str, list]:
@@ -74,8 +74,8 @@ class PairBaseline(Baseline):
 
     def logits(self, model, batch: dict[str, Any]):
         """The model's float logits for every pair of the batch."""
-        inputs = [batch["crops"], batch["geometry"]] + ([batch["labels"]] if "labels" in self.tensor_keys else [])
-        return model(*inputs).float()
+        labels = [batch["labels"]] if "labels" in self.tensor_keys else []
+        return model(batch["crops"], batch["geometry"], *labels).float()
 
     def scores(self, logits):
         """Per-pair scores written to the prediction file (default: a softmax over the classes)."""
@@ -100,7 +100,8 @@ class PairBaseline(Baseline):
 
 
 def pair_crops_or_blank(image_of: Callable[[], Any], boxes: list[tuple[Any, Any]], preprocessing, *,
-                        needed: bool, extra: Callable[[Any, Any], list] | None = None, crops_per_pair: int = 3):
+                        needed: bool, extra: Callable[[Any, Any], list] | None = None,
+                        crops_per_pair: int = 3):
     """``(pairs, crops_per_pair, 3, S, S)``: subject, object and union crops of every ``(subject box, object
     box)`` (plus ``extra(subject, object)`` crops), or zeros when the model reads no pixels (a prior) or there
     is no pair; ``image_of()`` decodes the image only when crops are cut."""

@@ -96,8 +96,9 @@ class TrainingConfig:
         "save the accelerate state every N steps (and always at the last step)"))
     keep_checkpoints: int = field(default=2, metadata=_flag("how many of the newest checkpoints to keep"))
     resume: str | None = field(default=None, metadata=_flag(
-        "continue from a checkpoint folder, or from the newest one in OUTPUT/checkpoints ('latest' starts from "
-        "scratch when there is none, so preempted jobs can always pass it)", metavar="CHECKPOINT|latest"))
+        "continue from a checkpoint folder, or from the newest one in OUTPUT/checkpoints ('latest' starts "
+        "from scratch when there is none, so preempted jobs can always pass it)",
+        metavar="CHECKPOINT|latest"))
     init_from: str | None = field(default=None, metadata=_flag(
         "start from the weights of a model folder written by a run (OUTPUT/model) or a Hub model id; with "
         "--eval-only: score that model", metavar="FOLDER|ORG/NAME"))
@@ -314,8 +315,12 @@ def tracker_names(report_to: str) -> list[str]:
     >>> tracker_names("none")
     []
     """
-    from accelerate.utils import is_mlflow_available, is_tensorboard_available, is_trackio_available
-    from accelerate.utils import is_wandb_available
+    from accelerate.utils import (
+        is_mlflow_available,
+        is_tensorboard_available,
+        is_trackio_available,
+        is_wandb_available,
+    )
 
     available = {"tensorboard": is_tensorboard_available, "wandb": is_wandb_available,
                  "trackio": is_trackio_available, "mlflow": is_mlflow_available}
@@ -413,8 +418,8 @@ def command_line(module: str, config: TrainingConfig) -> str:
 
     >>> words = command_line("pkg.baseline", TrainingConfig(output_dir=Path("out"), max_steps=5, cpu=True,
     ...                                                     extra={"eval_splits": ["test"], "verb": "train"}))
-    >>> words.split()[:7], "--cpu --seed 0" in words, words.split()[-2:]
-    (['python', '-m', 'pkg.baseline', '--output-dir', 'out', '--max-steps', '5'], True, ['--eval-splits', 'test'])
+    >>> words.split()[:5], "--max-steps 5" in words, "--cpu --seed 0" in words, words.split()[-2:]
+    (['python', '-m', 'pkg.baseline', '--output-dir', 'out'], True, True, ['--eval-splits', 'test'])
     """
     settings = {key: value for key, value in asdict(config).items() if key != "extra"}
     settings.update((key, value) for key, value in config.extra.items() if key not in CLI_ONLY)
@@ -468,7 +473,7 @@ def _logger():
 
 
 class _Run:
-    """One run's shared pieces: the accelerator, the baseline, the config, and the log kept in ``log.json``."""
+    """One run's shared pieces: the accelerator, the baseline, the config, the log kept in ``log.json``."""
 
     def __init__(self, accelerator, baseline: Baseline, config: TrainingConfig) -> None:
         self.accelerator = accelerator
@@ -509,11 +514,11 @@ class _Run:
         was_training = model.training
         model.eval()
         results: dict[str, Any] = {"splits": {}}
+        quiet = not (accelerator.is_local_main_process and is_progress_bar_enabled())
         with torch.random.fork_rng(devices=devices):
             for split, loader in self.loaders.items():
                 records: list[dict[str, Any]] = []
-                for batch in tqdm(loader, desc=f"predict {split}", leave=False,
-                                  disable=not (accelerator.is_local_main_process and is_progress_bar_enabled())):
+                for batch in tqdm(loader, desc=f"predict {split}", leave=False, disable=quiet):
                     with torch.no_grad(), accelerator.autocast():
                         records.extend(accelerator.gather_for_metrics(baseline.predict(model, batch),
                                                                       use_gather_object=True))
@@ -663,25 +668,28 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
 
 
 def _load_pretrained(baseline: Baseline, built, source: str):
-    """``--init-from``: the built model's class loaded (strictly) from a model folder or Hub id; its crops must
-    be the ones this run prepares."""
+    """``--init-from``: the built model's class loaded (strictly) from a model folder or Hub id; its crops
+    must be the ones this run prepares."""
     if not hasattr(built, "from_pretrained"):
         raise HoiBenchError(f"--init-from: {type(built).__name__} has no from_pretrained")
     try:
         model = type(built).from_pretrained(source)
     except (OSError, ValueError, RuntimeError) as error:
-        raise HoiBenchError(f"--init-from {source}: cannot load a {type(built).__name__} ({error})") from error
+        raise HoiBenchError(f"--init-from {source}: cannot load a {type(built).__name__} ({error})"
+                            ) from error
     expected = getattr(baseline, "preprocessing", None)
     backbone = getattr(model, "backbone", None)
     if backbone is not None and expected is not None and backbone.preprocessing != expected:
-        raise HoiBenchError(f"--init-from {source}: the model was trained on {backbone.preprocessing} crops, this "
-                            f"run prepares {expected}; pass the backbone flags of its README's command line")
+        raise HoiBenchError(f"--init-from {source}: the model was trained on {backbone.preprocessing} crops, "
+                            f"this run prepares {expected}; pass the backbone flags of its README's command "
+                            f"line")
     return model
 
 
 def push_model_folder(folder: Path, repo_id: str, api: Any = None) -> str:
-    """Create the Hub model repo ``repo_id`` if needed and upload ``folder`` (``hoi_bench.push.upload_folder``:
-    every failure is a one-line ``PushError``); returns the commit URL (``api``: see that function)."""
+    """Create the Hub model repo ``repo_id`` if needed and upload ``folder`` with
+    ``hoi_bench.push.upload_folder`` (every failure is a one-line ``PushError``); returns the commit URL
+    (``api``: see that function)."""
     from hoi_bench.push import upload_folder
 
     commit = upload_folder(folder, repo_id, repo_type="model", api=api,
@@ -830,8 +838,8 @@ def _save_checkpoint(accelerator, config: TrainingConfig, progress: _Progress) -
 
 
 def demo_hub_folder(hub: Path, build) -> Path:
-    """The Hub folder ``hub`` a benchmark's demo build step wrote, built with ``build(hub)`` when that step did
-    not run (e.g. a single demo step run on its own)."""
+    """The Hub folder ``hub`` a benchmark's demo build step wrote, built with ``build(hub)`` when that step
+    did not run (e.g. a single demo step run on its own)."""
     hub = Path(hub)
     if not (hub / "README.md").is_file():
         hub = Path(build(hub))

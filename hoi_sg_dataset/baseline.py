@@ -139,7 +139,7 @@ class HoiPairBaseline(PairBaseline):
         return F.binary_cross_entropy_with_logits(logits, targets)
 
     def scores(self, logits):
-        """Verb probabilities: the prior's table is already log-probabilities; the classifier is multi-label."""
+        """Verb probabilities: the prior's table holds log-probabilities; the classifier is multi-label."""
         return logits.exp() if self.args.model == "object-prior" else logits.sigmoid()
 
     def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path):
@@ -252,12 +252,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Train and evaluate with parsed arguments (the ``hoi-bench train hoi_sg`` entry)."""
+    """Train and evaluate with parsed arguments; returns the results dict (see :func:`train`)."""
     return run_with_args(HoiPairBaseline(args), args)
 
 
 def train(args: argparse.Namespace) -> int:
-    """``hoi-bench train hoi_sg``: :func:`run`; exit status 0 (results, predictions and model in --output-dir)."""
+    """``hoi-bench train hoi_sg``: :func:`run`, then exit status 0 (outputs in --output-dir)."""
     run(args)
     return 0
 
@@ -276,8 +276,8 @@ DEMO_STEPS = 40
 
 def demo(context) -> None:
     """``hoi-bench demo`` step: the object prior and a pair classifier trained a few steps on the sample's
-    ``hico_split1``, both scored on its SG test split with the ``hoi_map`` evaluate module. The pair run is the
-    demo's tracked run: TensorBoard (when installed), an evaluation halfway, the best model kept, and a
+    ``hico_split1``, both scored on its SG test split with the ``hoi_map`` evaluate module. The pair run is
+    the demo's tracked run: TensorBoard (when installed), an evaluation halfway, the best model kept, and a
     ``save_pretrained`` model folder with its card."""
     import evaluate
     from accelerate.utils import is_tensorboard_available
@@ -315,8 +315,8 @@ def demo(context) -> None:
         context.artifacts[f"hoi_sg {label} predictions"] = path
     pair_run = base / f"{DEMO_CONFIG}-pair"
     context.say(f"pair classifier evaluated at step {DEMO_STEPS // 2} and at the end, best model by mAP in "
-                f"{pair_run / 'best'}; its model folder {pair_run / 'model'} (model card, config, weights) loads "
-                f"with hoi_bench.heads.PairClassifier.from_pretrained"
+                f"{pair_run / 'best'}; its model folder {pair_run / 'model'} (model card, config, weights) "
+                f"loads with hoi_bench.heads.PairClassifier.from_pretrained"
                 + ("" if tracking else "; pip install 'hoi-bench[tracking]' to log the run to TensorBoard"))
     context.artifacts["hoi_sg pair classifier model"] = pair_run / "model"
     if tracking:

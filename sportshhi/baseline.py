@@ -35,7 +35,6 @@ from hoi_bench.training import (
 )
 
 
-
 class HHIClsBaseline(PairBaseline):
     """Keyframes from the ``hhi`` config of a built SportsHHI folder; one row = one keyframe."""
 
@@ -96,8 +95,8 @@ class HHIClsBaseline(PairBaseline):
             out["crops"].append(pair_crops_or_blank(
                 lambda index=index: rows["image"][index], [(boxes[s], boxes[o]) for s, o in pairs],
                 self.preprocessing, needed=True, extra=context_crops, crops_per_pair=3 + len(context)))
-            out["geometry"].append(torch.tensor([pair_geometry(boxes[s], boxes[o], width, height)
-                                                 for s, o in pairs], dtype=torch.float32).view(len(pairs), -1))
+            geometry = [pair_geometry(boxes[s], boxes[o], width, height) for s, o in pairs]
+            out["geometry"].append(torch.tensor(geometry, dtype=torch.float32).view(len(pairs), -1))
             out["targets"].append(torch.tensor([labels.get(p, 0) for p in pairs], dtype=torch.long))
             out["video_id"].append(rows["video_id"][index])
             out["keyframe"].append(int(rows["keyframe"][index]))
@@ -207,12 +206,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Train and evaluate with parsed arguments (the ``hoi-bench train sportshhi`` entry)."""
+    """Train and evaluate with parsed arguments; returns the results dict (see :func:`train`)."""
     return run_with_args(HHIClsBaseline(args), args)
 
 
 def train(args: argparse.Namespace) -> int:
-    """``hoi-bench train sportshhi``: :func:`run`; exit status 0 (results, predictions and model in --output-dir)."""
+    """``hoi-bench train sportshhi``: :func:`run`, then exit status 0 (outputs in --output-dir)."""
     run(args)
     return 0
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.tracked_run import assert_tracked_run_reloads
 
 from bongard_hoi.baseline import TEST_SPLITS, main
 from bongard_hoi.predictions import evaluate_prediction_file, read_prediction_file
 from bongard_hoi.samples import EVAL_EPISODES
+from tests.tracked_run import assert_tracked_run_reloads
 
 STEPS = 2
 
@@ -90,5 +90,6 @@ def test_loss_decreases_on_a_fixed_batch(hub, tmp_path):
     assert len(losses) == 8 and losses[-1] < 0.5 * losses[0], losses
 
 
-def test_tracked_run_evaluates_during_training_and_its_model_reloads_with_identical_predictions(hub, tmp_path):
-    assert_tracked_run_reloads("bongard_hoi", ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu", "--batch-size", "4"], tmp_path / "run")
+def test_tracked_run_evaluates_and_its_model_reloads_to_identical_predictions(hub, tmp_path):
+    argv = ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu", "--batch-size", "4"]
+    assert_tracked_run_reloads("bongard_hoi", argv, tmp_path / "run")

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.tracked_run import assert_tracked_run_reloads
 
 from haystack_dataset.baseline import HAYSTACK_SPLIT, PSG_SPLIT, annotation_from_rows, main, parse_args
 from haystack_dataset.formats import read_annotation
 from haystack_dataset.predictions import read_haystack_npy, read_recall_predictions
+from tests.tracked_run import assert_tracked_run_reloads
 
 STEPS = 2
 # the tiny sample has a predicate with positives but no negatives: the metric warns, reports NaN P-AUC for it
@@ -122,6 +122,7 @@ def test_frequency_prior_needs_no_training(sample, tmp_path):
     assert 0.0 <= results["splits"][HAYSTACK_SPLIT]["metrics"]["p_auc"] <= 1.0
 
 
-def test_tracked_run_evaluates_during_training_and_its_model_reloads_with_identical_predictions(sample, tmp_path):
+def test_tracked_run_evaluates_and_its_model_reloads_to_identical_predictions(sample, tmp_path):
     _, hub = sample
-    assert_tracked_run_reloads("haystack", ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu", "--batch-size", "4"], tmp_path / "run")
+    argv = ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu", "--batch-size", "4"]
+    assert_tracked_run_reloads("haystack", argv, tmp_path / "run")

@@ -12,7 +12,8 @@ from hoi_bench.heads import PairClassifier, loss_over_pairs
 
 def _head() -> PairClassifier:
     torch.manual_seed(0)
-    return PairClassifier(tiny_random_backbone(16), crops_per_pair=3, geometry_dim=9, num_classes=5, num_labels=4)
+    return PairClassifier(tiny_random_backbone(16), crops_per_pair=3, geometry_dim=9, num_classes=5,
+                          num_labels=4)
 
 
 def _batch(pairs: int):
@@ -72,6 +73,7 @@ def test_loading_a_head_with_missing_weights_fails(tmp_path):
     head = _head()
     head.save_pretrained(tmp_path)
     weights = load_file(tmp_path / "model.safetensors")
-    save_file({k: v for k, v in weights.items() if not k.startswith("classifier.")}, tmp_path / "model.safetensors")
+    kept = {name: tensor for name, tensor in weights.items() if not name.startswith("classifier.")}
+    save_file(kept, tmp_path / "model.safetensors")
     with pytest.raises(RuntimeError, match="Missing key"):
         PairClassifier.from_pretrained(tmp_path)

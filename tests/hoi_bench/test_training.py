@@ -220,7 +220,7 @@ def test_checkpoint_folder_loads_with_automodel_and_autobackbone(tmp_path):
 
 
 def former_factor(step: int, warmup: int, total: int) -> float:
-    """The learning-rate factor of the hand-written schedule the loop used before transformers.get_scheduler."""
+    """The learning-rate factor of the hand-written schedule used before transformers.get_scheduler."""
     if warmup and step < warmup:
         return (step + 1) / warmup
     if total <= warmup:
@@ -238,8 +238,9 @@ def test_default_schedule_gives_the_former_warmup_cosine_factors(tmp_path):
     np.testing.assert_allclose([e["learning_rate"] for e in logged], expected, rtol=1e-12, atol=1e-15)
     # with a warm-up: transformers ramps from 0 (the former ramp started at 1/warmup); the same afterwards
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
-    factor = get_scheduler(cfg.lr_scheduler_type, optimizer, num_warmup_steps=3, num_training_steps=10).lr_lambdas[0]
-    assert [factor(step) for step in range(3, 11)] == pytest.approx([former_factor(s, 3, 10) for s in range(3, 11)])
+    scheduler = get_scheduler(cfg.lr_scheduler_type, optimizer, num_warmup_steps=3, num_training_steps=10)
+    factor = scheduler.lr_lambdas[0]
+    assert [factor(s) for s in range(3, 11)] == pytest.approx([former_factor(s, 3, 10) for s in range(3, 11)])
     assert [factor(step) for step in range(3)] == pytest.approx([0, 1 / 3, 2 / 3])
 
 

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.tracked_run import assert_tracked_run_reloads
 
 from hoi_sg_dataset.baseline import candidate_pairs, main
 from hoi_sg_dataset.builder import row_to_record
 from hoi_sg_dataset.predictions import prediction_set, read_predictions, reference_set
+from tests.tracked_run import assert_tracked_run_reloads
 
 PAIR_STEPS = 40
 
@@ -147,9 +147,10 @@ def test_object_prior_runs_on_an_annotation_only_folder_and_the_pair_model_says_
         main(common(bare, tmp_path / "pair", "--config", "hico_split1", "--max-steps", "1"))
 
 
-def test_tracked_run_evaluates_during_training_and_its_model_reloads_with_identical_predictions(hub, tmp_path):
-    assert_tracked_run_reloads("hoi_sg", ["--data", str(hub), "--config", "hico_split1", "--cache-dir", str(hub.parent / "cache"), "--cpu",
-         "--metric-for-best", "mAP"], tmp_path / "run")
+def test_tracked_run_evaluates_and_its_model_reloads_to_identical_predictions(hub, tmp_path):
+    argv = ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu", "--config", "hico_split1",
+            "--metric-for-best", "mAP"]
+    assert_tracked_run_reloads("hoi_sg", argv, tmp_path / "run")
 
 
 def test_push_to_hub_while_offline_is_a_one_line_error_with_exit_status_2(hub, tmp_path, capsys, monkeypatch):

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.tracked_run import assert_tracked_run_reloads
 
 from sportshhi.baseline import main
 from sportshhi.formats import read_action_list, read_annotation_csv, read_prediction_csv
 from sportshhi.samples import sample_action_list_path
+from tests.tracked_run import assert_tracked_run_reloads
 
 STEPS = 2
 
@@ -100,7 +100,8 @@ def test_loss_decreases_on_a_fixed_batch(sample, tmp_path):
     assert len(losses) == 8 and losses[-1] < 0.5 * losses[0], losses
 
 
-def test_tracked_run_evaluates_during_training_and_its_model_reloads_with_identical_predictions(sample, tmp_path):
+def test_tracked_run_evaluates_and_its_model_reloads_to_identical_predictions(sample, tmp_path):
     _, hub = sample
-    assert_tracked_run_reloads("sportshhi", ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu",
-         "--action-list", str(sample_action_list_path())], tmp_path / "run")
+    argv = ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu",
+            "--action-list", str(sample_action_list_path())]
+    assert_tracked_run_reloads("sportshhi", argv, tmp_path / "run")
