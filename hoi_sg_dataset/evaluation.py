@@ -41,7 +41,7 @@ import numpy as np
 
 from hoi_bench.ap import ELEVEN_POINTS
 from hoi_bench.errors import ConfigError, PredictionError
-from hoi_sg_dataset.formats import FLOAT32_MAX
+from hoi_sg_dataset.formats import FLOAT32_MAX, within_float32
 
 logger = logging.getLogger(__name__)
 
@@ -211,6 +211,13 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
         )
     if hois.shape != (hoi_set.hoi_offsets[-1], 3):
         raise PredictionError(f"{what}: hois {hois.shape} do not match hoi_offsets (expected M×3)")
+    if not within_float32(boxes):
+        _report_bad_boxes(hoi_set)
+    _check_labels_and_hois(hoi_set)
+
+
+def _report_bad_boxes(hoi_set: HoiSet) -> None:
+    what, boxes = hoi_set.what, hoi_set.boxes
     bad_box = np.flatnonzero(~np.isfinite(boxes).all(axis=1))
     if bad_box.size:
         image, local = _image_of(hoi_set.box_offsets, bad_box[0])
@@ -225,6 +232,10 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
             f"{what}: image {image}: field 'boxes[{local}]': coordinate out of range "
             f"(expected coordinates within +-{FLOAT32_MAX:.4g}, float32, found {boxes[far_box[0]].tolist()})"
         )
+
+
+def _check_labels_and_hois(hoi_set: HoiSet) -> None:
+    what, labels, hois = hoi_set.what, hoi_set.box_labels, hoi_set.hois
     bad_label = np.flatnonzero(labels < 0)
     if bad_label.size:
         image, local = _image_of(hoi_set.box_offsets, bad_label[0])
@@ -252,6 +263,8 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
         scores = hoi_set.scores
         if scores.shape != (len(hois),):
             raise PredictionError(f"{what}: scores {scores.shape} do not match {len(hois)} HOIs")
+        if within_float32(scores):
+            return
         bad_score = np.flatnonzero(~np.isfinite(scores))
         if bad_score.size:
             image, local = _image_of(hoi_set.hoi_offsets, bad_score[0])

@@ -36,6 +36,15 @@ def register(registry: Registry) -> None:
             _run_vcoco_map,
         )
     )
+    registry.add_command(
+        Command(
+            "convert",
+            "hoi-predictions",
+            "rewrite PPDM/QPIC HOI predictions as columnar NPZ (fast to read) or JSON",
+            _configure_convert,
+            _run_convert,
+        )
+    )
     registry.add_demo_step(DemoStep("hoi_sg: score a simple rule with hoi_map and vcoco_map", 30, run_demo))
     __import__("hoi_sg_dataset.role_ap_cli", fromlist=["register"]).register(registry)  # vcoco_role_map
 
@@ -47,7 +56,8 @@ def _common_arguments(parser: argparse.ArgumentParser, predictions_note: str = "
         type=Path,
         required=True,
         help="PPDM/QPIC prediction file: JSON list of {file_name, predictions, "
-        "hoi_prediction} (.json or .json.gz)" + predictions_note,
+        "hoi_prediction} (.json or .json.gz), or its columnar .npz (hoi-bench convert hoi-predictions)"
+        + predictions_note,
     )
     parser.add_argument(
         "--top-k",
@@ -87,6 +97,55 @@ def _configure_hoi_map(parser: argparse.ArgumentParser) -> None:
 
 def _configure_vcoco_map(parser: argparse.ArgumentParser) -> None:
     _common_arguments(parser)
+
+
+def _configure_convert(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--predictions", type=Path, required=True,
+                        help="HOI predictions to read: JSON (.json, .json.gz) or columnar .npz")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="file to write: .npz for the columnar form, anything else for the JSON list")
+    parser.add_argument("--dataset", choices=("hico", "vcoco"),
+                        help="verb ids and 'no object' rule (default: from the first file name)")
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from hoi_sg_dataset.columnar import read_prediction_npz, write_prediction_npz
+    from hoi_sg_dataset.fast_json import read_prediction_set
+    from hoi_sg_dataset.formats import write_json_atomic
+    from hoi_sg_dataset.predictions import prediction_json
+
+    dataset = args.dataset or _dataset_of(args.predictions)
+    read = read_prediction_npz if args.predictions.suffix == ".npz" else read_prediction_set
+    names, predictions = read(args.predictions, dataset)
+    if args.out.suffix == ".npz":
+        write_prediction_npz(args.out, names, predictions)
+    else:
+        write_json_atomic(args.out, prediction_json(predictions, names))
+    print(f"wrote {args.out} ({len(names)} images, {len(predictions.hois)} HOIs)")
+    return 0
+
+
+def _dataset_of(path: Path) -> str:
+    """``vcoco`` when the first file name in ``path`` starts with ``COCO_``, else ``hico``."""
+    import re
+
+    from hoi_bench.files import read_bytes
+
+    if path.suffix == ".npz":
+        import zipfile
+
+        import numpy as np
+
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                names = archive["file_names"][:1].tolist() if "file_names" in archive.files else []
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError):
+            names = []  # the reader names the problem
+        first = str(names[0]) if names else ""
+    else:
+        match = re.search(rb'"file_name"\s*:\s*"([^"]*)"', read_bytes(path, "prediction file")[:100_000])
+        first = match.group(1).decode() if match else ""
+    return "vcoco" if first.startswith("COCO_") else "hico"
 
 
 def _summary_rows(result: dict, keys: tuple[str, ...]) -> list[list]:

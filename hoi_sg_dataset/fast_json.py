@@ -28,7 +28,7 @@ import numpy as np
 
 from hoi_bench.files import read_bytes, read_json
 from hoi_sg_dataset.evaluation import HoiSet
-from hoi_sg_dataset.formats import FLOAT32_MAX
+from hoi_sg_dataset.formats import within_float32
 from hoi_sg_dataset.vocabulary import coco_objects, hico_hoi_lookup, hico_verbs, vcoco_verbs
 
 
@@ -72,23 +72,11 @@ class _Invalid(Exception):
     """Some rule failed: the caller re-reads the file with the Python validator for the exact message."""
 
 
-def _lookup(raw_ids, size: int | None = None) -> np.ndarray:
-    """Boolean table ``table[id]``: whether ``id`` is one of ``raw_ids``."""
-    table = np.zeros((size or max(raw_ids) + 1), dtype=bool)
-    table[list(raw_ids)] = True
-    return table
-
-
-def _member(values: np.ndarray, table: np.ndarray) -> np.ndarray:
-    inside = (values >= 0) & (values < len(table))
-    return inside & table[np.where(inside, values, 0)]
-
-
 def _boxes(items: list[_Box]) -> tuple[np.ndarray, np.ndarray]:
     boxes = np.fromiter(chain.from_iterable(map(attrgetter("bbox"), items)), np.float64, 4 * len(items))
     labels = np.fromiter(map(attrgetter("category_id"), items), np.int64, len(items))
     boxes = boxes.reshape(-1, 4)
-    if not (np.abs(boxes) <= FLOAT32_MAX).all() or not _member(labels, _lookup(coco_objects().raw_ids)).all():
+    if not within_float32(boxes) or not coco_objects().contains(labels).all():
         raise _Invalid
     return boxes, labels
 
@@ -131,7 +119,7 @@ def decode_predictions(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
     hois = hois.reshape(-1, 3)
     verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
     _check_indices(hois, box_offsets, hoi_offsets, no_object=dataset == "vcoco")
-    if not _member(hois[:, 2], _lookup(verbs.raw_ids)).all() or not (np.abs(scores) <= FLOAT32_MAX).all():
+    if not verbs.contains(hois[:, 2]).all() or not within_float32(scores):
         raise _Invalid
     return names, HoiSet(boxes, labels, box_offsets, hois, hoi_offsets, scores, what="predictions")
 
@@ -163,7 +151,7 @@ def decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
         raise _Invalid
     _check_indices(hois, box_offsets, hoi_offsets, no_object=dataset == "vcoco")
     verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
-    if not _member(hois[:, 2], _lookup(verbs.raw_ids)).all():
+    if not verbs.contains(hois[:, 2]).all():
         raise _Invalid
     has_id = hoi_ids != -1
     if has_id.any():

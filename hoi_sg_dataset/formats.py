@@ -70,6 +70,18 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 """Largest coordinate or score magnitude accepted anywhere: beyond it a float32 (the datasets' box feature,
 QPIC's tensors) holds inf, so a finite-looking number would silently become an infinite box."""
 
+
+
+def within_float32(values: np.ndarray) -> bool:
+    """Whether every value of a numeric array is finite and within +-``FLOAT32_MAX`` (two reductions, no
+    temporary array: NaN fails the comparisons).
+
+    >>> within_float32(np.array([0.0, -3e38])), within_float32(np.array([1e39])), within_float32(np.array([np.nan]))
+    (True, False, False)
+    """
+    return values.size == 0 or bool(-FLOAT32_MAX <= values.min() and values.max() <= FLOAT32_MAX)
+
+
 _ORIGIN = re.compile(r"^(HICO|COCO)_(train2015|test2015|train2014|val2014)_(\d+)\.\w+$")
 _KNOWN_RECORD_KEYS = frozenset({"file_name", "img_id", "annotations", "hoi_annotation"})
 

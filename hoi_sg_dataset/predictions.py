@@ -311,12 +311,18 @@ def align_predictions(
 def load_hoi_sets(
     references: str | os.PathLike, predictions: str | os.PathLike, dataset: str
 ) -> tuple[HoiSet, HoiSet]:
-    """``(references, predictions)`` of a GT file and a prediction file, read by the typed readers of
-    ``fast_json`` (no Python object per box or score; the same checks and errors as :func:`load_sets`)."""
+    """``(references, predictions)`` of a GT file and a prediction file (JSON, or the columnar ``.npz`` of
+    ``columnar``), read by the typed readers of ``fast_json`` (no Python object per box or score; the same
+    checks and errors as :func:`load_sets`)."""
     from hoi_sg_dataset.fast_json import read_prediction_set, read_reference_set
 
     gt_names, gt = read_reference_set(references, dataset)
-    entry_names, entries = read_prediction_set(predictions, dataset)
+    if Path(predictions).suffix == ".npz":
+        from hoi_sg_dataset.columnar import read_prediction_npz
+
+        entry_names, entries = read_prediction_npz(predictions, dataset)
+    else:
+        entry_names, entries = read_prediction_set(predictions, dataset)
     return gt, align_predictions(gt_names, entry_names, entries, source=str(predictions))
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Vocabulary:
@@ -39,6 +41,18 @@ class Vocabulary:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def contains(self, values: np.ndarray) -> np.ndarray:
+        """Boolean array: whether each raw id of the integer array ``values`` is in the vocabulary (a table
+        lookup, for checking whole columns of ids at once).
+
+        >>> Vocabulary(("a", "b"), (1, 3)).contains(np.array([0, 1, 3, 7, -1])).tolist()
+        [False, True, True, False, False]
+        """
+        table = np.zeros(max(self.raw_ids, default=-1) + 1, dtype=bool)
+        table[list(self.raw_ids)] = True
+        inside = (values >= 0) & (values < len(table))
+        return inside & table[np.where(inside, values, 0)]
 
 
 @dataclass(frozen=True)
