@@ -271,3 +271,13 @@ def test_chunked_embedding_writes_the_bytes_of_a_whole_split_embedded_at_once(tm
         assert path.read_bytes() == reference.read_bytes(), path.name
     card = DatasetCard.load(folder / "README.md").data.to_dict()
     assert card["dataset_info"]["splits"][0]["num_bytes"] == whole.data.nbytes
+
+
+def test_an_oversized_image_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    from hoi_bench import images
+
+    picture = tmp_path / "huge.png"
+    picture.write_bytes(_png(1))
+    monkeypatch.setattr(images, "MAX_IMAGE_BYTES", 10)
+    with pytest.raises(FormatError, match=r"huge.png: record 3: image file of \d+ bytes: too large"):
+        embedded_image(picture, record=3)
