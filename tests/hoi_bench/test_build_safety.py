@@ -231,3 +231,17 @@ def test_num_proc_zero_is_refused(native, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "Traceback" not in err and "--num-proc" in err.strip().splitlines()[-1]
     assert not out.exists()
+
+
+def test_bomb_stops_a_builder_that_embeds_without_measuring_first(tmp_path, capsys):
+    """Haystack embeds its images straight from the annotation (no size pass): the check sits in the embedding."""
+    from haystack_dataset.samples import write_sample as write_haystack_sample
+
+    layout = write_haystack_sample(tmp_path / "native")
+    image = min(layout.image_root.rglob("*.jpg"))
+    image.write_bytes(_png_claiming(12_000, 9_000))
+    out = tmp_path / "hub"
+    assert main(["build", "haystack", "--data-dir", str(layout.root), "--out", str(out)]) == 2
+    line = _error_line(capsys)
+    assert str(image) in line and "12000 x 9000" in line and "too large" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["native"]
