@@ -245,3 +245,17 @@ def test_bomb_stops_a_builder_that_embeds_without_measuring_first(tmp_path, caps
     line = _error_line(capsys)
     assert str(image) in line and "12000 x 9000" in line and "too large" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["native"]
+
+
+def test_bomb_stops_the_bongard_build_before_it_is_cropped(tmp_path, capsys):
+    """Bongard-HOI decodes each picture to crop it: the header's pixel count is checked before that decode."""
+    from bongard_hoi.samples import write_sample as write_bongard_sample
+
+    native = write_bongard_sample(tmp_path / "native")
+    image = min((native / "images").rglob("*.jpg"))
+    image.write_bytes(_png_claiming(12_000, 9_000))
+    out = tmp_path / "hub"
+    assert main(["build", "bongard_hoi", "--data-dir", str(native), "--out", str(out)]) == 2
+    line = _error_line(capsys)
+    assert image.name in line and "too large" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["native"]
