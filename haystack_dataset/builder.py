@@ -256,7 +256,7 @@ def card_spec(synthetic: bool = False) -> CardSpec:
 def build(data_dir: str | os.PathLike, out_dir: str | os.PathLike, configs: list[str] | tuple[str, ...] = CONFIG_NAMES,
           *, annotation_files: dict[str, str] | None = None, image_root: str | None = None,
           synthetic: bool = False,
-          num_proc: int | None = None) -> Path:
+          num_proc: int | None = None, force: bool = False) -> Path:
     """Build ``configs`` from the local copy in ``data_dir`` into the Hub folder ``out_dir`` (load it with
     ``load_dataset(out_dir, "haystack")``); configs already in ``out_dir`` and not rebuilt are kept.
 
@@ -275,4 +275,4 @@ def build(data_dir: str | os.PathLike, out_dir: str | os.PathLike, configs: list
     return build_hub_folder(Haystack, list(configs), out_dir, card_spec(synthetic), data_dir=data_dir,
                             num_proc=num_proc,
                             config_card=config_card, config_kwargs=overrides,
-                            default_config="haystack" if "haystack" in configs else None, **extra)
+                            default_config="haystack" if "haystack" in configs else None, force=force, **extra)

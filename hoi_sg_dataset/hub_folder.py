@@ -42,6 +42,7 @@ def build_hoi_sg(
     with_images: bool = True,
     synthetic: bool = False,
     num_proc: int | None = None,
+    force: bool = False,
 ) -> Path:
     """Build ``configs`` (default: every config ``data_dir`` has files for) into the Hub folder ``out_dir``.
 
@@ -64,6 +65,7 @@ def build_hoi_sg(
         config_card=config_card,
         default_config="hico_split1" if "hico_split1" in configs else None,
         with_images=with_images,
+        force=force,
     )
 
 
