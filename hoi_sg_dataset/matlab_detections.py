@@ -67,6 +67,8 @@ def read_matlab_detections(path: str | os.PathLike) -> MatlabDetections:
     (format ``all``). Anything else, and any cell that is not a k x (>= 9) matrix of finite numbers, raises a
     ``FormatError`` naming the file, the cell and what was found."""
     path = Path(path)
+    if not path.exists():
+        raise MissingFilesError(str(path.parent), [path.name], what="prediction file or folder")
     loadmat = _loadmat()
     if path.is_dir():
         if any(path.glob("detections_[0-9][0-9].mat")):

@@ -165,6 +165,7 @@ def bad_inputs(tmp_path, gt_file):
     good = write_all(tmp_path / "good")
     ref = ["--references", str(gt_file), "--protocol", "ho-rcnn", "--predictions"]
     return [
+        ("missing file", [*ref, str(tmp_path / "absent" / "detections.mat")], "prediction file or folder missing"),
         ("folder without detection files", [*ref, str(empty)], "detections.mat"),
         ("not a .mat file", [*ref, str(not_mat)], "unreadable MATLAB file"),
         ("other .mat name", [*ref, str(wrong_name)], "not a MATLAB detection file"),
