@@ -30,7 +30,7 @@ import numpy as np
 
 from hoi_bench.errors import FormatError, HoiBenchError, MissingFilesError, PredictionError
 from hoi_sg_dataset.evaluation import HoiSet
-from hoi_sg_dataset.formats import ImageRecord
+from hoi_sg_dataset.formats import FLOAT32_MAX, ImageRecord, within_float32
 from hoi_sg_dataset.vocabulary import coco_objects, hico_hoi_classes
 
 logger = logging.getLogger(__name__)
@@ -190,11 +190,12 @@ def _check_cell(file: Path, r: int, j: int, matrix: Any) -> np.ndarray:
             expected="[h_x1 h_y1 h_x2 h_y2 o_x1 o_y1 o_x2 o_y2 score] rows", found=found,
         )
     values = matrix[:, :9].astype(np.float64)
-    bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
-    if bad.size:
+    if not within_float32(values):
+        bad = np.flatnonzero(~(np.abs(values) <= FLOAT32_MAX).all(axis=1))
         raise FormatError(
-            str(file), "non-finite box coordinate or score", field=f"{where} row {bad[0] + 1}",
-            expected="9 finite numbers", found=values[bad[0]].tolist(),
+            str(file), "non-finite or out-of-range box coordinate or score",
+            field=f"{where} row {bad[0] + 1}",
+            expected=f"9 finite numbers within +-{FLOAT32_MAX:.4g} (float32)", found=values[bad[0]].tolist(),
         )
     return values
 

@@ -157,6 +157,11 @@ def bad_inputs(tmp_path, gt_file):
     nan_cells = cells(list(range(600)), DETECTIONS)
     nan_cells[HOLD_CUP, 0] = np.array([[0, 0, 9, 9, 0, 0, 9, 9, np.nan]])
     scipy_io.savemat(nan / "detections.mat", {"all_boxes": nan_cells})
+    far = tmp_path / "far"
+    far.mkdir()
+    far_cells = cells(list(range(600)), DETECTIONS)
+    far_cells[HOLD_CUP, 0] = np.array([[0, 0, 9, 1e39, 0, 0, 9, 9, 0.5]])
+    scipy_io.savemat(far / "detections.mat", {"all_boxes": far_cells})
     partial = tmp_path / "partial"
     partial.mkdir()
     scipy_io.savemat(partial / "detections_01.mat", {"all_boxes": cells([0], [])})
@@ -165,14 +170,15 @@ def bad_inputs(tmp_path, gt_file):
     good = write_all(tmp_path / "good")
     ref = ["--references", str(gt_file), "--protocol", "ho-rcnn", "--predictions"]
     return [
-        ("missing file", [*ref, str(tmp_path / "absent" / "detections.mat")], "prediction file or folder missing"),
+        ("missing file", [*ref, str(tmp_path / "absent" / "detections.mat")], "file or folder missing"),
         ("folder without detection files", [*ref, str(empty)], "detections.mat"),
         ("not a .mat file", [*ref, str(not_mat)], "unreadable MATLAB file"),
         ("other .mat name", [*ref, str(wrong_name)], "not a MATLAB detection file"),
         ("no all_boxes", [*ref, str(no_var)], "no variable all_boxes"),
         ("wrong number of classes", [*ref, str(wrong_shape)], "all_boxes has the wrong shape"),
         ("cell with 8 columns", [*ref, str(short)], f"all_boxes{{{HOLD_CUP + 1},1}}"),
-        ("NaN score", [*ref, str(nan)], "non-finite box coordinate or score"),
+        ("NaN score", [*ref, str(nan)], "non-finite or out-of-range box coordinate or score"),
+        ("coordinate beyond float32", [*ref, str(far)], f"all_boxes{{{HOLD_CUP + 1},1}} row 1"),
         ("per-object files missing", [*ref, str(partial)], "detections_02.mat"),
         ("qpic protocol", ["--references", str(gt_file), "--predictions", str(good)], "--protocol ho-rcnn"),
         (
