@@ -29,19 +29,16 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from fresh_process import HOI_BENCH, ROOT, heavy_imports, offline_env, run_fresh
 
-ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ANCHORS = ROOT.parent / "shared" / "anchors"
 DEFAULT_CACHE = ROOT / "benchmarks" / ".cache" / "end_to_end"
 GENERATOR_VERSION = 1
-_SCRIPT = Path(sys.executable).with_name("hoi-bench")
-HOI_BENCH = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "hoi_bench.cli"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +79,7 @@ def _write_json(path: Path, payload) -> None:
     os.replace(temporary, path)
 
 
-def _hoi_predictions(gt: list[dict], rng: np.random.Generator, hois: int = 100, boxes: int = 200) -> list[dict]:
+def hoi_predictions(gt: list[dict], rng: np.random.Generator, hois: int = 100, boxes: int = 200) -> list[dict]:
     """QPIC-style predictions: half person boxes, half object boxes; the GT's own HOIs come first, jittered."""
     triplets = sorted({(h["category_id"], gt_image["annotations"][h["object_id"]]["category_id"])
                        for gt_image in gt for h in gt_image["hoi_annotation"] if h["object_id"] >= 0})
@@ -129,7 +126,7 @@ def make_hoi(cache: Path, anchors: Path, config: str) -> Case:
     predictions = cache / f"{config}_predictions.json"
     if not predictions.is_file():
         gt = json.loads(references.read_text())
-        _write_json(predictions, _hoi_predictions(gt, np.random.default_rng(0)))
+        _write_json(predictions, hoi_predictions(gt, np.random.default_rng(0)))
     return Case([*HOI_BENCH, "evaluate", verb, "--references", str(references), "--predictions", str(predictions)],
                 f"import json; json.load(open({str(predictions)!r}, 'rb'))")
 
@@ -264,19 +261,6 @@ def make_hhi(cache: Path) -> Case:
 # ---------------------------------------------------------------- measuring
 
 
-def run_fresh(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MiB) and exit status of ``command`` run as a fresh child process."""
-    started = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode:
-        sys.stderr.write(child.stderr.read().decode(errors="replace"))
-    child.stderr.close()
-    return seconds, usage.ru_maxrss / 1024, child.returncode
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=list(OFFICIAL), choices=list(OFFICIAL))
@@ -295,29 +279,32 @@ def main() -> None:
         "haystack_100k": lambda: make_haystack(cache, 100_000, 8_000),
         "hhi": lambda: make_hhi(cache),
     }
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
-           "HF_UPDATE_DOWNLOAD_COUNTS": "0", "PYTHONPATH": str(ROOT)}
-    header = (f"{'config':<14} {'min s':>7} {'median s':>9} {'target s':>9} {'official s':>11} {'x official':>11} "
-              f"{'peak MiB':>9} {'official MiB':>13} {'stdlib read s':>14}  verdict")
+    env = offline_env()
     print(f"fresh-process `hoi-bench evaluate` (best of {args.repeats}); inputs cached in {cache}")
-    print(header)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs when started (wall times grow with it)")
+    print(f"{'config':<14} {'min s':>7} {'median s':>9} {'CPU s':>6} {'target s':>9} {'official s':>11} "
+          f"{'x official':>11} {'peak MiB':>9} {'official MiB':>13} {'stdlib read s':>14}  verdict")
     for name in args.configs:
         case = makers[name]()
         runs = [run_fresh(case.command + ["--output", str(cache / f"{name}_result.json")], env)
                 for _ in range(args.repeats)]
-        failed = [code for *_, code in runs if code]
-        reference = min(run_fresh([sys.executable, "-c", case.reference], env)[0] for _ in range(args.repeats))
+        failed = [run for run in runs if run.exit_code]
+        if failed:
+            sys.stderr.write(failed[0].stderr)
+        reference = min(run_fresh([sys.executable, "-c", case.reference], env).wall for _ in range(args.repeats))
         official = OFFICIAL[name]
-        seconds = [s for s, _, _ in runs]
-        rss = max(r for _, r, _ in runs)
-        fastest = min(seconds)
-        verdict = ("FAILED (exit %d)" % failed[0] if failed else
+        fastest = min(run.wall for run in runs)
+        rss = max(run.rss_mib for run in runs)
+        verdict = (f"FAILED (exit {failed[0].exit_code})" if failed else
                    "met" if fastest <= official.target_seconds and rss <= official.rss_mib else
                    "time NOT met" if rss <= official.rss_mib else
                    "memory NOT met" if fastest <= official.target_seconds else "time and memory NOT met")
-        print(f"{name:<14} {fastest:7.2f} {statistics.median(seconds):9.2f} {official.target_seconds:9.2f} "
-              f"{official.seconds:11.1f} {official.seconds / fastest:10.1f}x {rss:9.0f} {official.rss_mib:13.0f} "
-              f"{reference:14.2f}  {verdict}", flush=True)
+        print(f"{name:<14} {fastest:7.2f} {statistics.median(run.wall for run in runs):9.2f} "
+              f"{min(run.cpu for run in runs):6.2f} {official.target_seconds:9.2f} {official.seconds:11.1f} "
+              f"{official.seconds / fastest:10.1f}x {rss:9.0f} {official.rss_mib:13.0f} {reference:14.2f}  {verdict}",
+              flush=True)
+    heavy = {name: heavy_imports(makers[name]().command, env) for name in args.configs}
+    print("heavy modules imported: " + "; ".join(f"{name}: {', '.join(mods) or 'none'}" for name, mods in heavy.items()))
 
 
 if __name__ == "__main__":

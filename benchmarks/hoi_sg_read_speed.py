@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/hoi_sg_read_speed.py [--anchors-dir ../shared/anchors] [--repeats 3] [--cache DIR]``.
 
-Inputs (generated once, cached): the GT ``test_hico_sg1.json`` (8,515 images) and ``test_vcoco_sg3.json``
+Inputs (generated once by `end_to_end.py` and cached with its inputs): the GT ``test_hico_sg1.json`` (8,515 images) and ``test_vcoco_sg3.json``
 (3,888) of the anchors, and for each a QPIC-style prediction file with 100 HOIs and 200 boxes per image (the
 GT's own HOIs first, jittered; the rest random). Printed, in one run so the figures share the machine's load:
 
@@ -23,52 +23,18 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import msgspec
 import numpy as np
+from end_to_end import DEFAULT_ANCHORS, DEFAULT_CACHE, GENERATOR_VERSION, make_hoi
+from fresh_process import HOI_BENCH, offline_env, run_fresh
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_ANCHORS = ROOT.parent / "shared" / "anchors"
-DEFAULT_CACHE = ROOT / "benchmarks" / ".cache" / "hoi_sg_read_speed"
 CONFIGS = {
-    "hico": ("test_hico_sg1.json", "hoi_map", 2.1, 1864),
-    "vcoco": ("test_vcoco_sg3.json", "vcoco_map", 0.95, 870),
+    "hico": ("hoi_map", 2.1, 1864),
+    "vcoco": ("vcoco_map", 0.95, 870),
 }
-
-
-def make_predictions(gt: list[dict], seed: int = 0, hois: int = 100, boxes: int = 200) -> list[dict]:
-    """QPIC-style entries: ``boxes - hois`` person boxes, then an object box per HOI; GT HOIs first."""
-    rng = np.random.default_rng(seed)
-    pairs = sorted({(h["category_id"], g["annotations"][h["object_id"]]["category_id"])
-                    for g in gt for h in g["hoi_annotation"] if h["object_id"] >= 0})
-    pairs = np.array(pairs)
-    people = boxes - hois
-    out = []
-    for image in gt:
-        chosen = pairs[rng.integers(0, len(pairs), hois)]
-        xy = rng.uniform(0, 500, (boxes, 2))
-        xyxy = np.concatenate([xy, xy + rng.uniform(10, 200, (boxes, 2))], 1)
-        labels = np.concatenate([np.ones(people, dtype=np.int64), chosen[:, 1]])
-        subjects, scores = rng.integers(0, people, hois), rng.random(hois)
-        known = [h for h in image["hoi_annotation"] if h["object_id"] >= 0][:hois]
-        for k, h in enumerate(known):
-            xyxy[k] = np.array(image["annotations"][h["subject_id"]]["bbox"]) + rng.normal(0, 2, 4)
-            xyxy[people + k] = np.array(image["annotations"][h["object_id"]]["bbox"]) + rng.normal(0, 2, 4)
-            labels[people + k] = image["annotations"][h["object_id"]]["category_id"]
-            chosen[k, 0], subjects[k], scores[k] = h["category_id"], k, 0.5 + 0.5 * scores[k]
-        xyxy[:, 2:] = np.maximum(xyxy[:, 2:], xyxy[:, :2])
-        out.append({
-            "file_name": image["file_name"],
-            "predictions": [{"bbox": b, "category_id": c}
-                            for b, c in zip(np.round(xyxy, 2).tolist(), labels.tolist())],
-            "hoi_prediction": [{"subject_id": s, "object_id": people + k, "category_id": v, "score": p}
-                               for k, (s, v, p) in enumerate(zip(subjects.tolist(), chosen[:, 0].tolist(),
-                                                                 np.round(scores, 6).tolist()))],
-        })
-    return out
 
 
 class _RawEntry(msgspec.Struct, gc=False):
@@ -100,17 +66,6 @@ def cpu_best(repeats: int, function) -> float:
     return min(times)
 
 
-def fresh(command: list[str], env: dict) -> tuple[float, float, float]:
-    start = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status):
-        raise SystemExit(f"{' '.join(command)} failed: {child.stderr.read().decode(errors='replace')}")
-    child.stderr.close()
-    return seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--anchors-dir", type=Path, default=DEFAULT_ANCHORS)
@@ -120,34 +75,30 @@ def main() -> None:
     args = parser.parse_args()
     from hoi_sg_dataset.predictions import load_hoi_sets, load_sets
 
-    args.cache.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
-           "HF_UPDATE_DOWNLOAD_COUNTS": "0"}
-    hoi_bench = [sys.executable, "-m", "hoi_bench.cli"]
+    cache = args.cache / f"v{GENERATOR_VERSION}"
+    cache.mkdir(parents=True, exist_ok=True)
+    env = offline_env()
     inputs = {}
     for name in args.configs:
-        gt = args.anchors_dir / "hoi_sg" / CONFIGS[name][0]
-        if not gt.is_file():
-            raise SystemExit(f"anchor file not found: {gt} (pass --anchors-dir)")
-        pred = args.cache / f"{name}_predictions.json"
-        if not pred.is_file():
-            pred.write_bytes(msgspec.json.encode(make_predictions(json.loads(gt.read_bytes()))))
-        inputs[name] = gt, pred
+        command = make_hoi(cache, args.anchors_dir, name).command
+        inputs[name] = tuple(Path(command[command.index(flag) + 1]) for flag in ("--references", "--predictions"))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (figures scale with it)")
     # fresh processes first: a forked child's peak RSS includes the parent's pages, so keep the parent small
     for name, (gt, pred) in inputs.items():
-        _, verb, target_s, target_mib = CONFIGS[name]
+        verb, target_s, target_mib = CONFIGS[name]
         columnar = pred.with_suffix(".npz")
         if not columnar.is_file():
-            subprocess.run([*hoi_bench, "convert", "hoi-predictions", "--predictions", str(pred), "--out",
+            subprocess.run([*HOI_BENCH, "convert", "hoi-predictions", "--predictions", str(pred), "--out",
                             str(columnar)], env=env, check=True, stdout=subprocess.DEVNULL)
         for source in (pred, columnar):
-            command = [*hoi_bench, "evaluate", verb, "--references", str(gt), "--predictions", str(source),
-                       "--output", str(args.cache / f"{name}_result{source.suffix}")]
-            runs = [fresh(command, env) for _ in range(args.repeats)]
-            wall = [s for s, _, _ in runs]
-            rss = max(r for _, r, _ in runs)
-            cpu = min(c for _, _, c in runs)
+            command = [*HOI_BENCH, "evaluate", verb, "--references", str(gt), "--predictions", str(source),
+                       "--output", str(cache / f"{name}_result{source.suffix}")]
+            runs = [run_fresh(command, env) for _ in range(args.repeats)]
+            if any(run.exit_code for run in runs):
+                raise SystemExit(f"{' '.join(command)} failed: {next(r.stderr for r in runs if r.exit_code)}")
+            wall = [run.wall for run in runs]
+            rss = max(run.rss_mib for run in runs)
+            cpu = min(run.cpu for run in runs)
             verdict = "met" if min(wall) <= target_s and rss <= target_mib else "NOT met"
             print(f"{name} {source.suffix}: fresh `hoi-bench evaluate {verb}`: wall min {min(wall):.2f} s, "
                   f"median {statistics.median(wall):.2f} s (target {target_s} s), CPU (user + sys) min "

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry
 from hoi_bench.report import format_table
+from hoi_sg_dataset import role_ap_cli
 
 BENCHMARK = "hoi_sg"
 HOI_MAP_KEYS = ("mAP", "mAP_rare", "mAP_non_rare", "mean_max_recall")
@@ -46,7 +47,7 @@ def register(registry: Registry) -> None:
         )
     )
     registry.add_demo_step(DemoStep("hoi_sg: score a simple rule with hoi_map and vcoco_map", 30, run_demo))
-    __import__("hoi_sg_dataset.role_ap_cli", fromlist=["register"]).register(registry)  # vcoco_role_map
+    role_ap_cli.register(registry)
 
 
 def _common_arguments(parser: argparse.ArgumentParser, predictions_note: str = "") -> None:
