@@ -21,15 +21,21 @@ from typing import Any
 from hoi_bench.errors import FormatError, MissingFilesError, OutputPathError
 
 MAX_DECOMPRESSED_BYTES = 4 * 1024**3
-"""Largest input hoi-bench decompresses: ten times the biggest real prediction file, far below a gzip bomb's size."""
+"""Largest input hoi-bench reads or decompresses: ten times the biggest real prediction file."""
+MAX_COMPRESSION_RATIO = 100
+"""Decompressed bytes allowed per compressed byte of a ``.gz`` input (above :data:`BOMB_FLOOR_BYTES`). JSON and
+CSV benchmark files compress 3-15 times; a gzip bomb 1,000 times or more (a 389 KB file to 829 MB)."""
+BOMB_FLOOR_BYTES = 64 * 1024**2
+"""A ``.gz`` input may always expand to this much, whatever its ratio (small, repetitive files compress well)."""
 
 
 def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int | None = None) -> bytes:
     """The bytes of ``path``, gunzipped when the name ends in ``.gz``, refusing more than ``max_bytes`` of them.
 
-    A missing file raises ``MissingFilesError``; an unreadable file, a broken gzip stream or content past the
-    limit raises ``FormatError`` naming the file, so a 400 KB gzip bomb costs at most ``max_bytes`` of memory.
-    ``max_bytes`` defaults to :data:`MAX_DECOMPRESSED_BYTES`, read at call time.
+    A ``.gz`` file may also expand to at most :data:`MAX_COMPRESSION_RATIO` times its own size (or
+    :data:`BOMB_FLOOR_BYTES`), so a 400 KB gzip bomb is refused after reading 64 MiB, not 800 MB. A missing file
+    raises ``MissingFilesError``; an unreadable file, a broken gzip stream or content past the limit raises
+    ``FormatError`` naming the file. ``max_bytes`` defaults to :data:`MAX_DECOMPRESSED_BYTES`, read at call time.
     """
     if max_bytes is None:
         max_bytes = MAX_DECOMPRESSED_BYTES
@@ -39,6 +45,8 @@ def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int | 
     if not path.is_file():
         raise MissingFilesError(str(path.parent), [path.name], what=what)
     compressed = path.name.endswith(".gz")
+    if compressed:
+        max_bytes = min(max_bytes, max(BOMB_FLOOR_BYTES, MAX_COMPRESSION_RATIO * path.stat().st_size))
     try:
         with (gzip.open if compressed else open)(path, "rb") as handle:
             data = handle.read(max_bytes + 1)
@@ -47,7 +55,8 @@ def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int | 
         raise FormatError(str(path), f"unreadable {what}", expected=expected, found=str(error)) from error
     if len(data) > max_bytes:
         raise FormatError(str(path), f"{what} too large", expected=f"at most {max_bytes} bytes"
-                          + (" once decompressed" if compressed else ""), found=f"more than {max_bytes}")
+                          + (f" once decompressed ({MAX_COMPRESSION_RATIO}x its compressed size, at least "
+                             f"{BOMB_FLOOR_BYTES})" if compressed else ""), found=f"more than {max_bytes}")
     return data
 
 

@@ -42,15 +42,17 @@ def upload_folder(
     commit_message: str,
     api: Any = None,
     create_repo_options: dict[str, Any] | None = None,
+    label: str | None = None,
 ) -> Any:
     """Create the ``repo_type`` repository ``repo_id`` if needed and upload ``folder`` as one commit.
 
     The repository id, offline mode and the token are checked before anything is sent; errors from
     ``huggingface_hub`` and its HTTP client become ``PushError``. ``create_repo_options`` go to ``create_repo``
     (a Space needs ``space_sdk="gradio"``). With an injected ``api`` (tests) only the repository id is checked.
+    ``label`` names what is pushed in messages (default: the folder's path).
     """
     path = Path(folder)
-    where = f"push {path} to {repo_type} repo {repo_id!r}"
+    where = f"push {label or path} to {repo_type} repo {repo_id!r}"
     if not path.is_dir():
         raise MissingFilesError(str(path.parent), [path.name], what="folder")
     from huggingface_hub import errors as hub_errors

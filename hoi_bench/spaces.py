@@ -36,7 +36,6 @@ SPACE_KEYS = ("title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "p
               "license", "tags")
 SPACE_COLORS = ("red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray")
 _FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n", re.DOTALL)
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _IGNORED = ["__pycache__", "*.pyc", ".*"]
 
 
@@ -93,11 +92,6 @@ def space_problems(folder: str | os.PathLike) -> list[str]:
     return problems
 
 
-def _check_repo_id(repo_id: str) -> None:
-    if not _REPO_ID.match(repo_id) or ".." in repo_id or "--" in repo_id or len(repo_id) > 96:
-        raise SpaceError(f"bad repo id {repo_id!r} (expected ORG/NAME: letters, digits, '-', '_', '.')")
-
-
 def push_metric(
     name: str,
     repo_id: str,
@@ -109,34 +103,22 @@ def push_metric(
 ) -> Any:
     """Upload ``metrics/<name>/`` as the gradio Space ``repo_id``; returns the commit info.
 
-    Checks everything it can before any upload: the repo id, that the folder is a complete Space, that the Hub
-    is not switched off (``HF_HUB_OFFLINE``) and that a token is available. ``requirement`` replaces the
-    folder's requirements.txt in the upload. ``api`` defaults to ``huggingface_hub.HfApi()`` (tests pass a fake).
+    The folder must be a complete Space (else ``SpaceError``); the repository id, offline mode, the token and
+    every Hub failure are checked and worded by :func:`hoi_bench.push.upload_folder` (``PushError``).
+    ``requirement`` replaces the folder's requirements.txt in the upload. ``api`` defaults to
+    ``huggingface_hub.HfApi()`` (tests pass a fake).
     """
-    _check_repo_id(repo_id)
+    from hoi_bench.push import upload_folder
+
     folder = Path(metric_path(name))
     problems = [p for p in space_problems(folder) if requirement is None or not p.startswith("requirements.txt")]
     if problems:
         raise SpaceError(f"{folder} is not a complete metric Space: {'; '.join(problems)}")
-    if api is None:
-        from huggingface_hub import HfApi, constants, get_token
-
-        if constants.HF_HUB_OFFLINE:
-            raise SpaceError(f"cannot push {name} to {repo_id}: HF_HUB_OFFLINE is set (unset it to upload)")
-        if get_token() is None:
-            raise SpaceError(f"cannot push {name} to {repo_id}: no Hugging Face token "
-                             "(run `hf auth login` or set HF_TOKEN)")
-        api = HfApi()
-    message = commit_message or f"Upload the {name} metric Space from hoi-bench"
     with tempfile.TemporaryDirectory(prefix=f"hoi-bench-space-{name}-") as staging:
         upload = Path(staging) / name
         shutil.copytree(folder, upload, ignore=shutil.ignore_patterns(*_IGNORED))
         if requirement is not None:
             (upload / "requirements.txt").write_text(requirement.strip() + "\n", encoding="utf-8")
-        try:
-            api.create_repo(repo_id=repo_id, repo_type="space", space_sdk="gradio", private=private, exist_ok=True)
-            return api.upload_folder(folder_path=str(upload), repo_id=repo_id, repo_type="space",
-                                     commit_message=message)
-        except Exception as error:  # offline, unreachable, HTTP status, refused token: whatever the client raises
-            detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            raise SpaceError(f"cannot push {name} to {repo_id}: {type(error).__name__}: {detail}") from error
+        return upload_folder(upload, repo_id, repo_type="space", private=private, api=api,
+                             commit_message=commit_message or f"Upload the {name} metric Space from hoi-bench",
+                             create_repo_options={"space_sdk": "gradio"}, label=f"the {name} metric")

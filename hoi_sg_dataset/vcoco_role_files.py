@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from hoi_bench.errors import FormatError, PredictionError
-from hoi_bench.files import read_bytes, read_json
+from hoi_bench.files import decode_json, read_bytes, read_json
 from hoi_sg_dataset.role_ap import (
     ACTION_ROLE_NAMES,
     ACTION_ROLES,
@@ -493,14 +493,7 @@ def read_detections(path: str | os.PathLike, image_ids: np.ndarray) -> VcocoDete
     msgspec, full, image_only = _detection_types()
     source = str(path)
     data = read_bytes(path, "detection file")
-    try:
-        entries = msgspec.json.decode(data, type=list[msgspec.Raw])
-    except msgspec.ValidationError as error:
-        raise FormatError(
-            source, "a detection file is a JSON list", expected="list of detection objects", found=str(error)
-        ) from error
-    except msgspec.DecodeError as error:
-        raise FormatError(source, "malformed JSON", expected="valid JSON", found=str(error)) from error
+    entries = decode_json(data, list[msgspec.Raw], source, "detection file")
     position = {int(i): k for k, i in enumerate(image_ids.tolist())}
     image_index, records, batch, parsed = [], [], [], []
     decode_image, decode_full = msgspec.json.Decoder(image_only).decode, msgspec.json.Decoder(full).decode

@@ -18,6 +18,7 @@ from hoi_bench.files import (
     decode_json,
     dumps_json,
     json_safe,
+    read_bytes,
     read_json,
     write_json_atomic,
     write_text_atomic,
@@ -158,3 +159,20 @@ def test_decode_json_errors_name_the_place(tmp_path):
 def test_reading_a_folder_names_it(tmp_path):
     with pytest.raises(FormatError, match="JSON file is a folder"):
         read_json(tmp_path)
+
+
+def test_a_gzip_bomb_is_refused_by_its_compression_ratio_before_it_is_expanded(tmp_path):
+    bomb = tmp_path / "pred.json.gz"
+    with gzip.open(bomb, "wb") as handle:  # 70 MB of one byte packs into ~70 KB: a ratio of 1,000
+        handle.write(b"[" + b" " * (70 * 1024**2) + b"]")
+    with pytest.raises(FormatError, match=r"pred\.json\.gz: prediction file too large \(expected at most 67108864 "
+                                          r"bytes once decompressed \(100x its compressed size"):
+        read_bytes(bomb, "prediction file")
+
+
+def test_well_compressed_real_inputs_still_read(tmp_path):
+    rows = np.random.default_rng(0).random((20_000, 12)).round(6).tolist()
+    path = tmp_path / "pred.json.gz"
+    with gzip.open(path, "wt") as handle:
+        json.dump(rows, handle)
+    assert json.loads(read_bytes(path)) == rows

@@ -19,11 +19,10 @@ import pytest
 import hoi_bench
 from hoi_bench import metric_names, metric_path
 from hoi_bench.cli import main
-from hoi_bench.errors import ConfigError
+from hoi_bench.errors import ConfigError, PushError
 from hoi_bench.metric_modules import install_metrics
 from hoi_bench.spaces import (
     GRADIO_SDK_VERSION,
-    SpaceError,
     front_matter,
     push_metric,
     space_problems,
@@ -261,21 +260,24 @@ def test_push_metric_reports_hub_failures_as_one_line():
         def create_repo(self, **kwargs):
             raise ConnectionError("Failed to resolve 'huggingface.co'\nretrying...")
 
-    with pytest.raises(SpaceError, match=r"^cannot push pdo to org/pdo: ConnectionError: Failed to resolve "
-                                         r"'huggingface.co'$"):
+    with pytest.raises(PushError, match=r"^push the pdo metric to space repo 'org/pdo': ConnectionError: Failed to "
+                                        r"resolve 'huggingface.co'$"):
         push_metric("pdo", "org/pdo", api=Unreachable())
 
 
-@pytest.mark.parametrize("repo_id", ["p_auc", "org/", "org/p auc", "a/b/c", "org/p--auc"])
+@pytest.mark.parametrize("repo_id", ["org/", "org/p auc", "a/b/c", "org/p--auc"])
 def test_push_metric_refuses_a_bad_repo_id_before_anything_else(repo_id):
-    with pytest.raises(SpaceError, match="bad repo id"):
-        push_metric("p_auc", repo_id, api=FakeSpaceApi())
+    api = FakeSpaceApi()
+    with pytest.raises(PushError, match="bad repository id"):
+        push_metric("p_auc", repo_id, api=api)
+    assert api.calls == []
 
 
 def test_cli_push_metric_fails_clearly_offline(capsys):
     assert main(["push-metric", "p_auc", "--repo-id", "org/p_auc"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "hoi-bench: error: cannot push p_auc to org/p_auc: HF_HUB_OFFLINE is set (unset it to upload)"
+    assert err == ("hoi-bench: error: push the p_auc metric to space repo 'org/p_auc': offline mode is on "
+                   "(HF_HUB_OFFLINE=1); unset it to upload")
 
 
 def test_cli_push_metric_fails_clearly_without_a_token(monkeypatch, capsys, tmp_path):
