@@ -17,19 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from hoi_bench.training import (
     Baseline,
-    add_backbone_arguments,
-    add_data_arguments,
-    add_training_arguments,
+    BaselineScript,
+    add_baseline_arguments,
     backbone_from_args,
     load_split,
-    parse_script_args,
-    run_with_args,
 )
 
 TEST_SPLITS = ("test_seen_obj_seen_act", "test_seen_obj_unseen_act", "test_unseen_obj_seen_act",
@@ -145,9 +141,8 @@ def _whole_image(image, preprocessing):
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """The baseline's flags: data, backbone, training loop, and the few-shot head."""
-    add_data_arguments(parser, config="episodes")
-    add_backbone_arguments(parser, image_size=32)
-    add_training_arguments(parser, max_steps=2000, batch_size=8, eval_batch_size=8, learning_rate=1e-4)
+    add_baseline_arguments(parser, config="episodes",
+                           max_steps=2000, batch_size=8, eval_batch_size=8, learning_rate=1e-4)
     group = parser.add_argument_group("ProtoNet")
     group.add_argument("--embedding-dim", type=int, default=128, help="size of the shot/query embedding")
     group.add_argument("--train-split", default="train", help="split to sample training episodes from")
@@ -155,23 +150,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                        help="splits to predict on (default: the four test splits)")
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Train and evaluate with parsed arguments; returns the results dict (see :func:`train`)."""
-    return run_with_args(ProtoNetBaseline(args), args)
-
-
-def train(args: argparse.Namespace) -> int:
-    """``hoi-bench train bongard_hoi``: :func:`run`, then exit status 0 (outputs in --output-dir)."""
-    run(args)
-    return 0
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    return parse_script_args("bongard_hoi.baseline", __doc__, configure_parser, argv)
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    return run(parse_args(argv))
+SCRIPT = BaselineScript("bongard_hoi.baseline", __doc__, configure_parser, ProtoNetBaseline)
+run, train, parse_args, main = SCRIPT.run, SCRIPT.train, SCRIPT.parse_args, SCRIPT.main
 
 
 DEMO_STEPS = 20

@@ -24,26 +24,17 @@ On a GPU, after ``hoi-bench build haystack --data-dir RAW --out HUB`` (both conf
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hoi_bench.pair_baseline import PairBaseline, pair_crops_or_blank, subsample_pairs
-from hoi_bench.training import (
-    add_backbone_arguments,
-    add_data_arguments,
-    add_training_arguments,
-    backbone_from_args,
-    load_split,
-    parse_script_args,
-    run_with_args,
-)
+from hoi_bench.pair_baseline import PairBaseline, add_pair_arguments, pair_crops_or_blank, subsample_pairs
+from hoi_bench.training import BaselineScript, add_baseline_arguments, backbone_from_args, load_split
 
 HAYSTACK_SPLIT = "haystack/test"
 PSG_SPLIT = "psg/test"
-MODELS = ("classifier", "prior")
+MODELS = {"classifier": "pair classifier (trained)", "prior": "the frequency prior alone (no training)"}
 
 
 class PredClsBaseline(PairBaseline):
@@ -227,39 +218,19 @@ def annotation_from_rows(dataset, *, negatives: bool):
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """The baseline's flags: data, backbone, training loop, and the relation model."""
-    add_data_arguments(parser, config="psg")  # --config: the config whose train split trains the model
-    add_backbone_arguments(parser, image_size=32)
-    add_training_arguments(parser, max_steps=30000, batch_size=8, eval_batch_size=8, learning_rate=1e-4)
-    group = parser.add_argument_group("PredCls relation model")
-    group.add_argument("--model", choices=MODELS, default="classifier",
-                       help="pair classifier (trained) or the frequency prior alone (no training)")
+    add_baseline_arguments(parser, config="psg",
+                           max_steps=30000, batch_size=8, eval_batch_size=8, learning_rate=1e-4)
+    group = add_pair_arguments(parser, "PredCls relation model", unit="image", max_pairs=64, models=MODELS)
     group.add_argument("--no-frequency-bias", action="store_true",
                        help="do not add the log frequency prior to the classifier's logits")
-    group.add_argument("--max-pairs-per-image", type=int, default=64,
-                       help="training pairs per image: every labelled pair, then unlabelled ones")
     group.add_argument("--rank-mode", choices=("paper", "official"), default="paper",
                        help="PDD/PDO rank mode passed to the Haystack metrics")
     group.add_argument("--eval-splits", nargs="*", default=[HAYSTACK_SPLIT, PSG_SPLIT],
                        choices=(HAYSTACK_SPLIT, PSG_SPLIT), help="CONFIG/SPLIT to predict on")
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Train and evaluate with parsed arguments; returns the results dict (see :func:`train`)."""
-    return run_with_args(PredClsBaseline(args), args)
-
-
-def train(args: argparse.Namespace) -> int:
-    """``hoi-bench train haystack``: :func:`run`, then exit status 0 (outputs in --output-dir)."""
-    run(args)
-    return 0
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    return parse_script_args("haystack_dataset.baseline", __doc__, configure_parser, argv)
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    return run(parse_args(argv))
+SCRIPT = BaselineScript("haystack_dataset.baseline", __doc__, configure_parser, PredClsBaseline)
+run, train, parse_args, main = SCRIPT.run, SCRIPT.train, SCRIPT.parse_args, SCRIPT.main
 
 
 DEMO_STEPS = 10

@@ -20,6 +20,21 @@ import numpy as np
 from hoi_bench.training import Baseline, load_split
 
 
+def add_pair_arguments(parser: argparse.ArgumentParser, title: str, *, unit: str, max_pairs: int,
+                       models: dict[str, str] | None = None) -> argparse._ArgumentGroup:
+    """The flag group of a pair baseline's model, opened with the flags they share: how many training pairs
+    one ``unit`` (image, keyframe) contributes (:attr:`PairBaseline.train_pair_limit`) and, where a
+    benchmark offers several, ``--model`` (``models`` maps each choice to what it is; the first is the
+    default)."""
+    group = parser.add_argument_group(title)
+    if models:
+        group.add_argument("--model", choices=tuple(models), default=next(iter(models)),
+                           help="; ".join(f"{name}: {what}" for name, what in models.items()))
+    group.add_argument(f"--max-pairs-per-{unit}", type=int, default=max_pairs,
+                       help=f"training pairs per {unit}: every annotated pair, then unannotated ones")
+    return group
+
+
 class PairBaseline(Baseline):
     """A :class:`Baseline` whose model maps ``(crops, geometry[, labels])`` of every pair to logits.
 

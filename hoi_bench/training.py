@@ -41,7 +41,7 @@ import shutil
 import time
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -177,6 +177,17 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, config: str,
     group.add_argument("--config", default=config, choices=configs,
                        help=f"dataset config (default: {config})")
     group.add_argument("--cache-dir", type=Path, help="datasets cache folder (default: under HF_HOME)")
+
+
+def add_baseline_arguments(parser: argparse.ArgumentParser, *, config: str,
+                           configs: Sequence[str] | None = None, image_size: int = 32,
+                           **training_defaults: Any) -> None:
+    """Every baseline's shared flags: data (:func:`add_data_arguments`), backbone
+    (:func:`add_backbone_arguments`) and training loop (:func:`add_training_arguments`, whose defaults
+    ``training_defaults`` override)."""
+    add_data_arguments(parser, config=config, configs=configs)
+    add_backbone_arguments(parser, image_size=image_size)
+    add_training_arguments(parser, **training_defaults)
 
 
 def add_backbone_arguments(parser: argparse.ArgumentParser, *, image_size: int = 32) -> None:
@@ -863,3 +874,32 @@ def parse_script_args(module: str, description: str | None, configure, argv: Seq
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     configure(parser)
     return parser.parse_args(argv)
+
+
+@dataclass(frozen=True)
+class BaselineScript:
+    """The entry points every baseline module offers, from its flags and its ``Baseline`` class.
+
+    ``python -m <module>`` (and ``accelerate launch -m <module>``) calls ``main``; ``hoi-bench train
+    <benchmark>`` calls ``train`` with the CLI's parsed flags; tests call ``main(argv)`` for the results dict.
+    """
+
+    module: str
+    description: str | None
+    configure: Callable[[argparse.ArgumentParser], None]
+    make_baseline: Callable[[argparse.Namespace], Baseline]
+
+    def run(self, args: argparse.Namespace) -> dict[str, Any]:
+        """Train and evaluate with parsed arguments; returns the results dict (see :func:`run_training`)."""
+        return run_with_args(self.make_baseline(args), args)
+
+    def train(self, args: argparse.Namespace) -> int:
+        """``hoi-bench train <benchmark>``: :meth:`run`, then exit status 0 (outputs in ``--output-dir``)."""
+        self.run(args)
+        return 0
+
+    def parse_args(self, argv: Sequence[str] | None = None) -> argparse.Namespace:
+        return parse_script_args(self.module, self.description, self.configure, argv)
+
+    def main(self, argv: Sequence[str] | None = None) -> dict[str, Any]:
+        return self.run(self.parse_args(argv))

@@ -32,18 +32,10 @@ import numpy as np
 
 from hoi_bench.errors import HoiBenchError
 from hoi_bench.files import write_json_atomic
-from hoi_bench.pair_baseline import PairBaseline, pair_crops_or_blank, subsample_pairs
-from hoi_bench.training import (
-    add_backbone_arguments,
-    add_data_arguments,
-    add_training_arguments,
-    backbone_from_args,
-    load_split,
-    parse_script_args,
-    run_with_args,
-)
+from hoi_bench.pair_baseline import PairBaseline, add_pair_arguments, pair_crops_or_blank, subsample_pairs
+from hoi_bench.training import BaselineScript, add_baseline_arguments, backbone_from_args, load_split
 
-MODELS = ("pair", "object-prior")
+MODELS = {"pair": "pair classifier on GT boxes (trained)", "object-prior": "the object prior (no training)"}
 CONFIGS = tuple(f"{d}_split{n}" for d in ("hico", "vcoco") for n in (1, 2, 3)) + ("hico", "vcoco")
 PERSON_RAW_ID = 1
 
@@ -236,38 +228,18 @@ def score_prediction_file(path: Path, references: list, dataset: str) -> dict[st
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """The baselines' flags: data, backbone, training loop, and the HOI model."""
-    add_data_arguments(parser, config="hico_split1", configs=CONFIGS)
-    add_backbone_arguments(parser, image_size=32)
-    add_training_arguments(parser, max_steps=20000, batch_size=16, eval_batch_size=16, learning_rate=1e-4)
-    group = parser.add_argument_group("HOI model")
-    group.add_argument("--model", choices=MODELS, default="pair",
-                       help="pair classifier on GT boxes (trained) or the object prior (no training)")
+    add_baseline_arguments(parser, config="hico_split1", configs=CONFIGS,
+                           max_steps=20000, batch_size=16, eval_batch_size=16, learning_rate=1e-4)
+    group = add_pair_arguments(parser, "HOI model", unit="image", max_pairs=32, models=MODELS)
     group.add_argument("--object-labels", action="store_true",
                        help="also feed the object class to the pair classifier (it can then learn the prior)")
-    group.add_argument("--max-pairs-per-image", type=int, default=32,
-                       help="training pairs per image: every annotated pair, then unannotated ones")
     group.add_argument("--max-hois-per-image", type=int, default=100,
                        help="best-scored (pair, verb) predictions written per image (QPIC keeps 100)")
     group.add_argument("--eval-splits", nargs="*", default=["test"], help="splits to predict on")
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Train and evaluate with parsed arguments; returns the results dict (see :func:`train`)."""
-    return run_with_args(HoiPairBaseline(args), args)
-
-
-def train(args: argparse.Namespace) -> int:
-    """``hoi-bench train hoi_sg``: :func:`run`, then exit status 0 (outputs in --output-dir)."""
-    run(args)
-    return 0
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    return parse_script_args("hoi_sg_dataset.baseline", __doc__, configure_parser, argv)
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    return run(parse_args(argv))
+SCRIPT = BaselineScript("hoi_sg_dataset.baseline", __doc__, configure_parser, HoiPairBaseline)
+run, train, parse_args, main = SCRIPT.run, SCRIPT.train, SCRIPT.parse_args, SCRIPT.main
 
 
 DEMO_CONFIG = "hico_split1"

@@ -23,16 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from hoi_bench.pair_baseline import PairBaseline, pair_crops_or_blank, subsample_pairs
-from hoi_bench.training import (
-    add_backbone_arguments,
-    add_data_arguments,
-    add_training_arguments,
-    backbone_from_args,
-    load_split,
-    parse_script_args,
-    run_with_args,
-)
+from hoi_bench.pair_baseline import PairBaseline, add_pair_arguments, pair_crops_or_blank, subsample_pairs
+from hoi_bench.training import BaselineScript, add_baseline_arguments, backbone_from_args, load_split
 
 
 class HHIClsBaseline(PairBaseline):
@@ -188,14 +180,11 @@ def score_predictions(predictions: Path, dataset, references: Path,
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """The baseline's flags: data, backbone, training loop, and the pair classifier."""
-    add_data_arguments(parser, config="hhi")
-    add_backbone_arguments(parser, image_size=32)
-    add_training_arguments(parser, max_steps=20000, batch_size=4, eval_batch_size=4, learning_rate=1e-4)
-    group = parser.add_argument_group("HHICls pair classifier")
+    add_baseline_arguments(parser, config="hhi",
+                           max_steps=20000, batch_size=4, eval_batch_size=4, learning_rate=1e-4)
+    group = add_pair_arguments(parser, "HHICls pair classifier", unit="keyframe", max_pairs=32)
     group.add_argument("--context-frames", type=int, default=4,
                        help="context frames whose union crop joins each pair (0: keyframe only)")
-    group.add_argument("--max-pairs-per-keyframe", type=int, default=32,
-                       help="training pairs per keyframe: every annotated pair, then unannotated ones")
     group.add_argument("--score-threshold", type=float, default=0.002,
                        help="write a (pair, class) row when its probability exceeds this (official: 0.002)")
     group.add_argument("--action-list", type=Path,
@@ -205,23 +194,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                        help="splits to predict on (SportsHHI has no public test split: validation is it)")
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Train and evaluate with parsed arguments; returns the results dict (see :func:`train`)."""
-    return run_with_args(HHIClsBaseline(args), args)
-
-
-def train(args: argparse.Namespace) -> int:
-    """``hoi-bench train sportshhi``: :func:`run`, then exit status 0 (outputs in --output-dir)."""
-    run(args)
-    return 0
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    return parse_script_args("sportshhi.baseline", __doc__, configure_parser, argv)
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    return run(parse_args(argv))
+SCRIPT = BaselineScript("sportshhi.baseline", __doc__, configure_parser, HHIClsBaseline)
+run, train, parse_args, main = SCRIPT.run, SCRIPT.train, SCRIPT.parse_args, SCRIPT.main
 
 
 DEMO_STEPS = 15
