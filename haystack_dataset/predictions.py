@@ -40,7 +40,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import chain
@@ -53,7 +52,7 @@ import numpy as np
 from haystack_dataset import typed_json
 from haystack_dataset.formats import image_key
 from hoi_bench.errors import FormatError, MissingFilesError, PredictionError
-from hoi_bench.files import read_bytes, write_bytes_atomic, write_json_atomic
+from hoi_bench.files import read_bytes, read_npz_arrays, write_bytes_atomic, write_json_atomic
 
 NPZ_FORMAT = "hoi-bench recall predictions 1"
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -341,8 +340,9 @@ def write_recall_npz(path: str | os.PathLike, predictions: list[RecallPrediction
     return _write_atomic(path, lambda out: np.savez(out, **arrays))
 
 
-_NPZ_ARRAYS = {"image_ids": 1, "pair_counts": 1, "pairs": 2, "predicate_scores": 2, "object_counts": 1,
-               "boxes": 2, "labels": 1, "object_score_counts": 1, "object_scores": 1}
+_NPZ_ARRAYS = {"image_ids": (1, "U"), "pair_counts": (1, "i"), "pairs": (2, "i"),
+               "predicate_scores": (2, "f"), "object_counts": (1, "i"), "boxes": (2, "f"), "labels": (1, "i"),
+               "object_score_counts": (1, "i"), "object_scores": (1, "f")}
 
 
 def read_recall_npz(path: str | os.PathLike) -> list[RecallPrediction]:
@@ -350,30 +350,9 @@ def read_recall_npz(path: str | os.PathLike) -> list[RecallPrediction]:
 
     Entries are views into the file's arrays: nothing is copied per image.
     """
-    path = Path(path)
     file = str(path)
-    if not path.is_file():
-        raise MissingFilesError(str(path.parent), [path.name], what="prediction file")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in archive.files if name in _NPZ_ARRAYS or name == "format"}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
-        raise FormatError(file, "unreadable .npz file", expected="an archive written by write_recall_npz",
-                          found=str(error)) from error
-    if "format" not in arrays or str(arrays["format"]) != NPZ_FORMAT:
-        raise FormatError(file, "not a hoi-bench recall NPZ", field="format", expected=repr(NPZ_FORMAT),
-                          found=str(arrays["format"]) if "format" in arrays else "no 'format' array")
-    missing = sorted(set(_NPZ_ARRAYS) - set(arrays))
-    if missing:
-        raise FormatError(file, "missing arrays", field=", ".join(missing), expected=sorted(_NPZ_ARRAYS),
-                          found=sorted(arrays))
-    for name, ndim in _NPZ_ARRAYS.items():
-        array = arrays[name]
-        kind = "U" if name == "image_ids" else ("f" if name in ("predicate_scores", "boxes", "object_scores")
-                                                 else "i")
-        if array.ndim != ndim or (array.dtype.kind != kind and not (kind == "f" and array.dtype.kind == "i")):
-            raise FormatError(file, "wrong array", field=name, expected=f"{ndim}-D, dtype kind {kind!r}",
-                              found=f"{array.ndim}-D {array.dtype}")
+    arrays = read_npz_arrays(path, _NPZ_ARRAYS, format_tag=NPZ_FORMAT, what="recall",
+                             written_by="write_recall_npz")
     images = len(arrays["image_ids"])
     _check_counts(arrays, "pair_counts", images, len(arrays["pairs"]), file, allow_absent=False)
     _check_counts(arrays, "object_counts", images, len(arrays["boxes"]), file, allow_absent=True)

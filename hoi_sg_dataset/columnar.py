@@ -18,13 +18,12 @@ image's box list, finite numbers within the float32 range) and names the file, t
 from __future__ import annotations
 
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from hoi_bench.errors import FormatError, MissingFilesError
-from hoi_bench.files import write_bytes_atomic
+from hoi_bench.errors import FormatError
+from hoi_bench.files import read_npz_arrays, write_bytes_atomic
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.formats import FLOAT32_MAX, within_float32
 from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
@@ -57,28 +56,9 @@ def write_prediction_npz(path: str | os.PathLike, file_names: list[str], predict
 
 def read_prediction_npz(path: str | os.PathLike, dataset: str) -> tuple[list[str], HoiSet]:
     """File names and ``HoiSet`` (entry order) of a prediction NPZ; every problem is a ``FormatError``."""
-    path = Path(path)
     file = str(path)
-    if not path.is_file():
-        raise MissingFilesError(str(path.parent), [path.name], what="prediction file")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in archive.files if name in _ARRAYS or name == "format"}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
-        raise FormatError(file, "unreadable .npz file", expected="an archive written by hoi-bench convert "
-                          "hoi-predictions", found=str(error)) from error
-    if "format" not in arrays or str(arrays["format"]) != NPZ_FORMAT:
-        raise FormatError(file, "not a hoi-bench HOI prediction NPZ", field="format", expected=repr(NPZ_FORMAT),
-                          found=str(arrays["format"]) if "format" in arrays else "no 'format' array")
-    missing = sorted(set(_ARRAYS) - set(arrays))
-    if missing:
-        raise FormatError(file, "missing arrays", field=", ".join(missing), expected=sorted(_ARRAYS),
-                          found=sorted(arrays))
-    for name, (ndim, kind) in _ARRAYS.items():
-        array = arrays[name]
-        if array.ndim != ndim or (array.dtype.kind != kind and not (kind == "f" and array.dtype.kind == "i")):
-            raise FormatError(file, "wrong array", field=name, expected=f"{ndim}-D, dtype kind {kind!r}",
-                              found=f"{array.ndim}-D {array.dtype}")
+    arrays = read_npz_arrays(path, _ARRAYS, format_tag=NPZ_FORMAT, what="HOI prediction",
+                             written_by="hoi-bench convert hoi-predictions")
     images = len(arrays["file_names"])
     for counts, rows, width in (("box_counts", "boxes", 4), ("hoi_counts", "hois", 3)):
         table = arrays[rows]
