@@ -1,0 +1,155 @@
+"""``hoi_bench.forked``: a JSON list decoded in pieces by forked workers gives exactly the one-piece result, and
+every way a piece can go wrong (a cut that is not between two elements, a piece that does not decode, a worker
+that dies, a failure in this process's own piece) raises ``PieceFailed`` with no worker left behind, so the
+caller can read the whole list in one piece instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import msgspec
+import numpy as np
+import pytest
+
+from hoi_bench import forked
+
+pytestmark = pytest.mark.skipif(not forked.can_fork(), reason="forked decoding runs only on Linux, single-threaded")
+
+
+class Item(msgspec.Struct):
+    file_name: str
+    values: list[float]
+
+
+def items(n: int) -> list[dict]:
+    return [{"file_name": f"img_{i:04d}.jpg", "values": [i, i / 4, -i]} for i in range(n)]
+
+
+def columns(piece: bytes) -> forked.Columns:
+    decoded = msgspec.json.decode(piece, type=list[Item])
+    return [d.file_name for d in decoded], {
+        "values": np.array([d.values for d in decoded], dtype=np.float64).reshape(-1, 3),
+        "counts": np.array([len(d.values) for d in decoded], dtype=np.int32),
+    }
+
+
+def joined(pieces: list[forked.Columns]) -> forked.Columns:
+    names = [name for piece_names, _ in pieces for name in piece_names]
+    return names, {key: np.concatenate([arrays[key] for _, arrays in pieces]) for key in pieces[0][1]}
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    monkeypatch.setattr(forked, "MIN_PIECE_BYTES", 64)
+
+
+def no_worker_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize("parts", [2, 3, 5])
+def test_pieces_decode_to_exactly_the_whole_list(small_pieces, parts, indent):
+    data = json.dumps(items(40), indent=indent).encode()
+    cuts = forked.list_cuts(data, parts, b"file_name")
+    assert len(cuts) == parts - 1
+    assert all(data[cut : cut + 1] == b"," for cut in cuts)
+    names, arrays = joined(forked.decode_in_pieces(data, cuts, columns))
+    whole_names, whole = columns(data)
+    assert names == whole_names
+    for key in whole:
+        assert np.array_equal(arrays[key], whole[key]) and arrays[key].dtype == whole[key].dtype
+    assert no_worker_left()
+
+
+def test_empty_columns_come_back_with_their_shape(small_pieces):
+    data = json.dumps([{"file_name": f"img_{i}.jpg", "values": []} for i in range(30)]).encode()
+    pieces = forked.decode_in_pieces(data, forked.list_cuts(data, 2, b"file_name"), lambda piece: (
+        columns(piece)[0], {"values": np.zeros((0, 3)), "counts": np.zeros(0, dtype=np.int32)}))
+    assert [arrays["values"].shape for _, arrays in pieces] == [(0, 3), (0, 3)]
+
+
+def test_no_cut_below_the_minimum_piece_size_or_without_the_first_key(small_pieces, monkeypatch):
+    data = json.dumps(items(40)).encode()
+    assert forked.list_cuts(data, 4, b"image_id") == []
+    monkeypatch.setattr(forked, "MIN_PIECE_BYTES", len(data) // 2)
+    assert len(forked.list_cuts(data, 4, b"file_name")) == 1
+    monkeypatch.setattr(forked, "MIN_PIECE_BYTES", len(data) + 1)
+    assert forked.list_cuts(data, 4, b"file_name") == []
+
+
+@pytest.mark.parametrize("where", ["inside a string", "inside a nested list"])
+def test_a_cut_not_between_two_elements_fails_instead_of_splitting_one(small_pieces, where):
+    """The piece before such a cut leaves a string or a bracket open, so it cannot decode."""
+    entries = items(40)
+    entries[20]["file_name"] = "a,b"
+    data = json.dumps(entries).encode()
+    cut = data.index(b"a,b") + 1 if where == "inside a string" else data.index(b",", data.index(b"[20, 5.0"))
+    with pytest.raises(forked.PieceFailed):
+        forked.decode_in_pieces(data, [cut], columns)
+    assert no_worker_left()
+
+
+def test_the_first_key_inside_a_string_is_escaped_so_never_a_cut(small_pieces):
+    entries = items(40)
+    entries[20]["file_name"] = 'a,{"file_name": "b'
+    data = json.dumps(entries).encode()
+    cuts = forked.list_cuts(data, 2, b"file_name")
+    assert cuts and all(data[:cut].endswith(b"]}") and data[cut:].startswith(b', {"file_name": "img_') for cut in cuts)
+    assert joined(forked.decode_in_pieces(data, cuts, columns))[0] == columns(data)[0]
+
+
+def test_a_piece_that_does_not_decode_in_a_worker_fails(small_pieces):
+    entries = items(40)
+    entries[-1]["values"] = ["not a number"]
+    data = json.dumps(entries).encode()
+    with pytest.raises(forked.PieceFailed):
+        forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"), columns)
+    assert no_worker_left()
+
+
+def test_a_worker_that_dies_fails_and_is_reaped(small_pieces):
+    parent = os.getpid()
+
+    def dies_in_worker(piece: bytes) -> forked.Columns:
+        if os.getpid() != parent:
+            os._exit(7)
+        return columns(piece)
+
+    data = json.dumps(items(40)).encode()
+    with pytest.raises(forked.PieceFailed):
+        forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"), dies_in_worker)
+    assert no_worker_left()
+
+
+def test_a_failure_in_this_process_stops_the_workers(small_pieces):
+    parent = os.getpid()
+
+    def fails_here(piece: bytes) -> forked.Columns:
+        if os.getpid() == parent:
+            raise ValueError("bad first piece")
+        return columns(piece)
+
+    data = json.dumps(items(40)).encode()
+    with pytest.raises(forked.PieceFailed) as failure:
+        forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"), fails_here)
+    assert isinstance(failure.value.__cause__, ValueError)
+    assert no_worker_left()
+
+
+def test_no_fork_while_another_thread_runs():
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert not forked.can_fork()
+    finally:
+        stop.set()
+        thread.join()
+    assert forked.can_fork()
