@@ -28,7 +28,7 @@ import numpy as np
 
 from haystack_dataset import typed_json
 from hoi_bench.errors import FormatError
-from hoi_bench.files import read_bytes
+from hoi_bench.files import gc_paused, read_bytes
 
 NO_PREDICATE = -1
 """Predicate index Haystack allows in ``relations``/``neg_relations``; skipped by the metrics."""
@@ -191,7 +191,7 @@ def read_annotation(path: str | os.PathLike, *, require_negatives: bool | None =
     """
     path = Path(path)
     data = read_bytes(path, "annotation file")
-    with typed_json.gc_paused():
+    with gc_paused():
         return _parse(data, str(path), require_negatives, records)
 
 

@@ -52,7 +52,7 @@ import numpy as np
 from haystack_dataset import typed_json
 from haystack_dataset.formats import image_key
 from hoi_bench.errors import FormatError, MissingFilesError, PredictionError
-from hoi_bench.files import read_bytes, read_npz_arrays, write_bytes_atomic, write_json_atomic
+from hoi_bench.files import gc_paused, read_bytes, read_npz_arrays, write_bytes_atomic, write_json_atomic
 
 NPZ_FORMAT = "hoi-bench recall predictions 1"
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -242,7 +242,7 @@ def read_recall_predictions(path: str | os.PathLike) -> list[RecallPrediction]:
         raise FormatError(str(path), "unreadable prediction file", expected="JSON nested a few levels deep",
                           found="nesting too deep") from None
     out, seen = [], {}
-    with typed_json.gc_paused():
+    with gc_paused():
         for index, raw_entry in enumerate(entries):
             entry = typed_json.decode(raw_entry, _ENTRY, file=str(path), what="prediction file", record=index,
                                       describe=_describe_entry)

@@ -9,11 +9,9 @@ plus a per-value validation loop.
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -48,23 +46,6 @@ def decode(data: bytes, decoder: msgspec.json.Decoder, *, file: str | None, what
     except RecursionError:
         raise FormatError(file, f"unreadable {what}", expected="JSON nested at most a few hundred levels deep",
                           found="nesting too deep") from None
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a reader creates its many small objects.
-
-    Decoding builds hundreds of thousands of records and lists and no reference cycles; a collection pass every
-    700 new objects would walk them all again and again (a quarter of the reading time on a 17 MB annotation
-    file). The previous state is restored on exit.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def malformed(data: bytes, file: str | None, what: str, detail: str) -> FormatError:

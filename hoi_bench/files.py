@@ -8,13 +8,15 @@ path when it cannot be written. JSON goes out strict: undefined numbers (NaN, ±
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import math
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +134,23 @@ def read_json(path: str | os.PathLike, what: str = "JSON file") -> Any:
         expected = "gzip-compressed UTF-8 JSON" if str(path).endswith(".gz") else "UTF-8 JSON"
         found = "nesting too deep" if isinstance(error, RecursionError) else str(error)
         raise FormatError(str(path), f"unreadable {what}", expected=expected, found=found) from error
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a reader creates its many small objects.
+
+    Decoding builds hundreds of thousands of records and lists and no reference cycles; a collection pass every
+    700 new objects would walk them all again and again (a quarter of the reading time on a 17 MB annotation
+    file, a fifth on a 150 MB prediction file). The previous state is restored on exit.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def decode_json(data: bytes, type: Any, path: str | os.PathLike, what: str = "JSON file") -> Any:
