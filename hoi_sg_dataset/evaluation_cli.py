@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, positive_int
 from hoi_bench.report import format_table
 from hoi_sg_dataset import role_ap_cli
 
@@ -69,6 +69,23 @@ def _common_arguments(parser: argparse.ArgumentParser, predictions_note: str = "
     )
     parser.add_argument("--output", type=Path, help="write the result as JSON here")
     parser.add_argument("--per-class", action="store_true", help="also print the AP of every class")
+    _num_proc_argument(parser)
+
+
+def _num_proc_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--num-proc",
+        type=positive_int,
+        default=None,
+        help="processes that decode a large JSON prediction file (16 MB or more) at once "
+        "(Linux; default: the CPUs available, at most 4; 1 = this process only)",
+    )
+
+
+def _workers(args: argparse.Namespace) -> int:
+    from hoi_bench.forked import available_processes
+
+    return args.num_proc if args.num_proc is not None else min(4, available_processes())
 
 
 def _top_k(text: str) -> int | str | None:
@@ -107,6 +124,7 @@ def _configure_convert(parser: argparse.ArgumentParser) -> None:
                         help="file to write: .npz for the columnar form, anything else for the JSON list")
     parser.add_argument("--dataset", choices=("hico", "vcoco"),
                         help="verb ids and 'no object' rule (default: from the first file name)")
+    _num_proc_argument(parser)
 
 
 def _run_convert(args: argparse.Namespace) -> int:
@@ -116,8 +134,10 @@ def _run_convert(args: argparse.Namespace) -> int:
     from hoi_sg_dataset.predictions import prediction_json
 
     dataset = args.dataset or _dataset_of(args.predictions)
-    read = read_prediction_npz if args.predictions.suffix == ".npz" else read_prediction_set
-    names, predictions = read(args.predictions, dataset)
+    if args.predictions.suffix == ".npz":
+        names, predictions = read_prediction_npz(args.predictions, dataset)
+    else:
+        names, predictions = read_prediction_set(args.predictions, dataset, workers=_workers(args))
     if args.out.suffix == ".npz":
         write_prediction_npz(args.out, names, predictions)
     else:
@@ -204,6 +224,7 @@ def _run_hoi_map(args: argparse.Namespace) -> int:
         protocol=args.protocol,
         top_k=args.top_k,
         known_object=args.known_object,
+        workers=_workers(args),
     )
     print(hoi_map_table(result, args.per_class))
     _write_output(args.output, result)
@@ -213,7 +234,7 @@ def _run_hoi_map(args: argparse.Namespace) -> int:
 def _run_vcoco_map(args: argparse.Namespace) -> int:
     from hoi_sg_dataset.predictions import vcoco_map_files
 
-    result = vcoco_map_files(args.references, args.predictions, top_k=args.top_k)
+    result = vcoco_map_files(args.references, args.predictions, top_k=args.top_k, workers=_workers(args))
     print(vcoco_map_table(result, args.per_class))
     _write_output(args.output, result)
     return 0

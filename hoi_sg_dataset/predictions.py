@@ -309,11 +309,11 @@ def align_predictions(
 
 
 def load_hoi_sets(
-    references: str | os.PathLike, predictions: str | os.PathLike, dataset: str
+    references: str | os.PathLike, predictions: str | os.PathLike, dataset: str, *, workers: int = 1
 ) -> tuple[HoiSet, HoiSet]:
     """``(references, predictions)`` of a GT file and a prediction file (JSON, or the columnar ``.npz`` of
     ``columnar``), read by the typed readers of ``fast_json`` (no Python object per box or score; the same
-    checks and errors as :func:`load_sets`)."""
+    checks and errors as :func:`load_sets`); ``workers`` processes may decode a large JSON prediction file."""
     from hoi_sg_dataset.fast_json import read_prediction_set, read_reference_set
 
     gt_names, gt = read_reference_set(references, dataset)
@@ -322,7 +322,7 @@ def load_hoi_sets(
 
         entry_names, entries = read_prediction_npz(predictions, dataset)
     else:
-        entry_names, entries = read_prediction_set(predictions, dataset)
+        entry_names, entries = read_prediction_set(predictions, dataset, workers=workers)
     return gt, align_predictions(gt_names, entry_names, entries, source=str(predictions))
 
 
@@ -366,9 +366,11 @@ def hoi_map_files(
     predictions: str | os.PathLike,
     *,
     train_references: str | os.PathLike | None = None,
+    workers: int = 1,
     **options: Any,
 ) -> dict:
-    """``evaluation.hoi_map`` of a HICO-DET(-SG) GT file and a prediction file (``options``: protocol...).
+    """``evaluation.hoi_map`` of a HICO-DET(-SG) GT file and a prediction file (``options``: protocol...);
+    ``workers`` processes may decode a large JSON prediction file (``fast_json.read_prediction_set``).
 
     With ``protocol="ho-rcnn"``, ``predictions`` may also be the MATLAB tool's detections (a folder of
     ``detections_XX.mat`` or one ``detections.mat``, see ``hoi_sg_dataset.matlab_detections``).
@@ -380,7 +382,7 @@ def hoi_map_files(
     if is_matlab_layout(predictions):
         gt, pred = _matlab_sets(references, predictions, options.get("protocol", "qpic"))
     else:
-        gt, pred = load_hoi_sets(references, predictions, "hico")
+        gt, pred = load_hoi_sets(references, predictions, "hico", workers=workers)
     train = None if train_references is None else read_reference_set(train_references, "hico")[1]
     return hoi_map(gt, pred, train_references=train, **options)
 
@@ -403,11 +405,14 @@ def _matlab_sets(
     return reference_set(records), pred
 
 
-def vcoco_map_files(references: str | os.PathLike, predictions: str | os.PathLike, **options: Any) -> dict:
-    """``evaluation.vcoco_map`` on a V-COCO(-SG) GT file and a prediction file (``options``: top_k)."""
+def vcoco_map_files(
+    references: str | os.PathLike, predictions: str | os.PathLike, *, workers: int = 1, **options: Any
+) -> dict:
+    """``evaluation.vcoco_map`` on a V-COCO(-SG) GT file and a prediction file (``options``: top_k);
+    ``workers`` processes may decode a large JSON prediction file."""
     from hoi_sg_dataset.evaluation import vcoco_map
 
-    gt, pred = load_hoi_sets(references, predictions, "vcoco")
+    gt, pred = load_hoi_sets(references, predictions, "vcoco", workers=workers)
     return vcoco_map(gt, pred, **options)
 
 

@@ -13,7 +13,7 @@ import random
 import numpy as np
 import pytest
 
-from hoi_bench import cli
+from hoi_bench import cli, forked
 from hoi_bench.errors import FormatError, HoiBenchError
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.fast_json import (
@@ -86,6 +86,52 @@ def test_typed_reader_equals_the_python_reader_on_every_official_sg_test_file(an
     decode_references(path.read_bytes(), dataset)
 
 
+@pytest.fixture
+def forked_pieces(monkeypatch):
+    """Pieces of a few hundred bytes, so the sample files are cut, and a record of every forked decode:
+    (pieces, "decoded" or "failed")."""
+    if not forked.can_fork():
+        pytest.skip("forked decoding runs only on Linux, single-threaded")
+    monkeypatch.setattr(forked, "MIN_PIECE_BYTES", 256)
+    calls = []
+    real = forked.decode_in_pieces
+
+    def recorded(data, cuts, decode):
+        try:
+            result = real(data, cuts, decode)
+        except forked.PieceFailed:
+            calls.append((len(cuts) + 1, "failed"))
+            raise
+        calls.append((len(cuts) + 1, "decoded"))
+        return result
+
+    monkeypatch.setattr(forked, "decode_in_pieces", recorded)
+    return calls
+
+
+@pytest.mark.parametrize("dataset", ["hico", "vcoco"])
+@pytest.mark.parametrize("workers", [2, 4])
+def test_reading_in_forked_pieces_gives_the_one_process_result(sample_files, forked_pieces, dataset, workers):
+    _, pred_path = sample_files[dataset]
+    names, pieces = read_prediction_set(pred_path, dataset, workers=workers)
+    assert forked_pieces == [(workers, "decoded")]
+    one_names, whole = read_prediction_set(pred_path, dataset)
+    assert names == one_names
+    same_set(pieces, whole)
+
+
+def test_a_bad_entry_in_a_worker_piece_gets_the_one_process_message(tmp_path, forked_pieces):
+    entries = [dict(ENTRY, file_name=f"HICO_test2015_{i:08d}.jpg") for i in range(1, 30)]
+    entries[-1] = broken("predictions.1.bbox", [0, 0, 1])
+    pred = write_text(tmp_path / "pred.json", json.dumps(entries))
+    with pytest.raises(FormatError) as one_process:
+        read_prediction_set(pred, "hico")
+    with pytest.raises(FormatError) as in_pieces:
+        read_prediction_set(pred, "hico", workers=3)
+    assert forked_pieces == [(3, "failed")]
+    assert str(in_pieces.value) == str(one_process.value) and in_pieces.value.record == 28
+
+
 def write_text(path, text: str):
     path.write_text(text)
     return path
@@ -104,6 +150,10 @@ def prediction_cases():
         ("unknown verb", entry_text(broken("hoi_prediction.0.category_id", 118))),
         ("unknown COCO id", entry_text(broken("predictions.1.category_id", 12))),
         ("three coordinates", entry_text(broken("predictions.1.bbox", [0, 0, 1]))),
+        ("five coordinates", entry_text(broken("predictions.1.bbox", [0, 0, 1, 1, 1]))),
+        ("coordinate as string", entry_text(broken("predictions.1.bbox", [0, 0, "1", 1]))),
+        ("category id past one byte", entry_text(broken("predictions.1.category_id", 300))),
+        ("negative category id", entry_text(broken("predictions.0.category_id", -1))),
         ("NaN token score", entry_text(broken("hoi_prediction.0.score", float("nan")))),
         ("Infinity token coordinate", entry_text(broken("predictions.0.bbox", [0, 0, float("inf"), 1]))),
         ("coordinate beyond float32", entry_text(broken("predictions.0.bbox", [0, 0, 1e39, 1]))),
@@ -160,6 +210,8 @@ def gt_cases():
     no_object[0]["hoi_annotation"][0]["object_id"] = -1
     float_id = copy.deepcopy(GT)
     float_id[1]["annotations"][1]["category_id"] = 2.0
+    five = copy.deepcopy(GT)
+    five[0]["annotations"][0]["bbox"] = [10, 10, 50, 90, 90]
     return [
         ("image listed twice", twice, "file_name"),
         ("coordinate beyond float32", far, "annotations[0].bbox"),
@@ -167,6 +219,7 @@ def gt_cases():
         ("HOI class id disagrees", wrong_class, "hoi_annotation[0].hoi_category_id"),
         ("HICO HOI without object", no_object, "hoi_annotation[0].object_id"),
         ("category id as 2.0", float_id, "annotations[1].category_id"),
+        ("five coordinates", five, "annotations[0].bbox"),
     ]
 
 
