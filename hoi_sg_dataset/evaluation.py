@@ -470,45 +470,23 @@ def _require_same_images(references: HoiSet, predictions: HoiSet) -> None:
         )
 
 
-def _mixed_ties(sorted_scores: np.ndarray, sorted_tp: np.ndarray) -> bool:
-    """Whether some run of equal scores holds both TPs and FPs (only then can the tie order change the AP)."""
-    tied = sorted_scores[1:] == sorted_scores[:-1]
-    if not tied.any():
-        return False
-    starts = np.flatnonzero(np.concatenate([[True], ~tied]))
-    tp = sorted_tp.astype(np.int8)
-    return bool(np.any(np.maximum.reduceat(tp, starts) != np.minimum.reduceat(tp, starts)))
-
-
 def _eleven_point_ap(
-    is_tp: np.ndarray,
-    scores: np.ndarray,
-    images: np.ndarray,
-    rows: np.ndarray,
-    num_gt: int,
-    thresholds: np.ndarray,
-    stable: bool,
+    is_tp: np.ndarray, scores: np.ndarray, num_gt: int, thresholds: np.ndarray, stable: bool
 ) -> tuple[float, float]:
-    """(11-point AP, max recall) of one class from its counted predictions, given in file order.
+    """(11-point AP, max recall) of one class from its counted predictions, given in the upstream code's order.
 
     No predictions: (0, 0). Predictions but no GT (only the ho-rcnn protocol has such classes): AP 0 and
     recall ``tp / npos`` = 0/0 = NaN, as ``VOCevaldet_bboxpair.m`` computes it.
 
-    ``stable``: MATLAB's stable sort of the detections (file order on ties). Otherwise QPIC's
-    ``np.argsort(-score)`` on the scores in the order QPIC appends them (image, descending score, file order)
-    — rebuilt only when a tie mixes TPs and FPs, since only then can the order of ties change the numbers.
+    ``stable``: MATLAB's stable sort of the detections, given in file order (ties keep it). Otherwise QPIC's
+    ``np.argsort(-score)`` on the scores in the order QPIC appends them (image, descending score, file order):
+    the same call on the same array, so even the order numpy's quicksort gives tied scores is QPIC's.
     """
     if len(is_tp) == 0:
         return 0.0, 0.0
     if num_gt == 0:
         return 0.0, math.nan
-    if stable:
-        order = np.argsort(-scores, kind="stable")
-    else:
-        order = np.argsort(-scores)
-        if _mixed_ties(scores[order], is_tp[order]):
-            appended = np.lexsort((rows, -scores, images))
-            order = appended[np.argsort(-scores[appended])]
+    order = np.argsort(-scores, kind="stable") if stable else np.argsort(-scores)
     tp_sorted = is_tp[order].astype(np.int64)
     tp = np.cumsum(tp_sorted)
     fp = np.cumsum(1 - tp_sorted)
@@ -524,19 +502,30 @@ def _eleven_point_ap(
 
 @dataclass(frozen=True)
 class _Scored:
-    """The counted predictions of a protocol by class: per class, file-order positions into the arrays."""
+    """The counted predictions of a protocol by class: per class, positions into ``is_tp`` and ``scores`` in
+    the order the upstream code collects them (file order for MATLAB, QPIC's append order otherwise)."""
 
     is_tp: np.ndarray
     scores: np.ndarray
-    images: np.ndarray
-    rows: np.ndarray
     segments: list[np.ndarray]
+    stable: bool
 
-    def ap(self, c: int, num_gt: int, thresholds: np.ndarray, stable: bool) -> tuple[float, float]:
+    def ap(self, c: int, num_gt: int, thresholds: np.ndarray) -> tuple[float, float]:
         s = self.segments[c]
-        return _eleven_point_ap(
-            self.is_tp[s], self.scores[s], self.images[s], self.rows[s], num_gt, thresholds, stable
-        )
+        return _eleven_point_ap(self.is_tp[s], self.scores[s], num_gt, thresholds, self.stable)
+
+
+def _append_order(scores: np.ndarray, images: np.ndarray) -> np.ndarray:
+    """Positions of predictions given in file order, sorted as QPIC appends them: by image, then descending
+    score, ties in file order (Python's stable ``sorted(..., reverse=True)``)."""
+    if len(scores) == 0:
+        return np.zeros(0, dtype=np.int64)
+    by_score = np.argsort(-scores)
+    ranked = -scores[by_score]
+    rank = np.empty(len(scores), dtype=np.int64)
+    rank[by_score] = np.cumsum(np.concatenate([[True], ranked[1:] != ranked[:-1]])) - 1
+    key = images.astype(np.int64) * (int(rank[by_score[-1]]) + 1) + rank
+    return np.argsort(key, kind="stable")
 
 
 def _score_by_class(
@@ -545,26 +534,25 @@ def _score_by_class(
     rows: np.ndarray,
     class_ids: np.ndarray,
     num_classes: int,
+    *,
+    stable: bool = False,
     **matching,
 ) -> _Scored:
     """Match the predictions ``rows`` that belong to a class (``class_ids >= 0``) and group them by class.
 
     Only those need matching: a prediction that matches a GT HOI always belongs to the GT's class (same verb,
-    same categories), so the ignored ones can neither be TPs nor take a GT from a counted one.
+    same categories), so the ignored ones can neither be TPs nor take a GT from a counted one. ``stable``
+    (MATLAB): each class in file order; otherwise in QPIC's append order.
     """
     counted = class_ids >= 0
     rows, class_ids = rows[counted], class_ids[counted]
     is_tp, _ = match_predictions(references, predictions, rows, **matching)
+    scores = predictions.scores[rows]
+    collected = np.arange(len(rows)) if stable else _append_order(scores, predictions.hoi_images()[rows])
     sortable = class_ids.astype(np.int16) if num_classes < 1 << 15 else class_ids
-    order = np.argsort(sortable, kind="stable")
+    order = collected[np.argsort(sortable[collected], kind="stable")]
     bounds = np.concatenate([[0], np.cumsum(np.bincount(class_ids, minlength=num_classes))])
-    return _Scored(
-        is_tp,
-        predictions.scores[rows],
-        predictions.hoi_images()[rows],
-        rows,
-        [order[bounds[c] : bounds[c + 1]] for c in range(num_classes)],
-    )
+    return _Scored(is_tp, scores, [order[bounds[c] : bounds[c + 1]] for c in range(num_classes)], stable)
 
 
 def _class_table(columns: tuple[np.ndarray, ...], table: np.ndarray) -> np.ndarray:
@@ -703,7 +691,7 @@ def _qpic_hico(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train:
     counts = triplet_counts(train) if train is not None else None
     aps, recalls, rare, non_rare, per_triplet = [], [], [], [], {}
     for c, triplet in enumerate(gt_triplets):
-        ap, recall = scored.ap(c, int(num_gt[c]), ELEVEN_POINTS, stable=False)
+        ap, recall = scored.ap(c, int(num_gt[c]), ELEVEN_POINTS)
         aps.append(ap)
         recalls.append(recall)
         key = tuple(int(v) for v in triplet)
@@ -780,7 +768,7 @@ def _ho_rcnn(
         known = _class_table((predictions.hoi_images()[rows], pred_objects), gt_objects) >= 0
         class_ids = np.where(known, class_ids, -1)
     scored = _score_by_class(
-        references, predictions, rows, class_ids, len(classes), iou_rule="matlab", labels="hoi_class"
+        references, predictions, rows, class_ids, len(classes), stable=True, iou_rule="matlab", labels="hoi_class"
     )
     counts = None
     if train is not None:
@@ -790,7 +778,7 @@ def _ho_rcnn(
         counts = np.bincount(train_class[train_class >= 0], minlength=len(classes))
     aps, recalls, rare, non_rare, per_triplet = [], [], [], [], {}
     for c, hoi_class in enumerate(classes):
-        ap, recall = scored.ap(c, int(num_gt[c]), MATLAB_ELEVEN_POINTS, stable=True)
+        ap, recall = scored.ap(c, int(num_gt[c]), MATLAB_ELEVEN_POINTS)
         aps.append(ap)
         recalls.append(recall)
         per_triplet[f"{PERSON}_{hoi_class.object_id}_{hoi_class.verb_id}"] = ap
@@ -823,7 +811,7 @@ def vcoco_map(references: HoiSet, predictions: HoiSet, *, top_k: int | None | st
     scored = _score_by_class(references, predictions, rows, class_ids, len(present))
     ap_per_verb: dict[int, float] = {}
     for c, verb in enumerate(present):
-        ap_per_verb[int(verb)], _ = scored.ap(c, int(num_gt[verb]), ELEVEN_POINTS, stable=False)
+        ap_per_verb[int(verb)], _ = scored.ap(c, int(num_gt[verb]), ELEVEN_POINTS)
     m_all, why_all = _mean_or_reason(list(ap_per_verb.values()), "the references hold no HOI")
     thesis = [ap_per_verb.get(v, 0) for v in VCOCO_THESIS_VERBS]
     thesis_present = [ap_per_verb[v] for v in VCOCO_THESIS_VERBS if v in ap_per_verb]
