@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred, positive_int
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, add_num_proc_argument, deferred, positive_int
 from hoi_bench.report import format_table
 
 BENCHMARK = "haystack"
@@ -165,6 +165,7 @@ def _configure_recall(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--predictions", type=Path, required=True,
                         help="recall predictions: JSON (.json, .json.gz) or the columnar .npz (see docs/haystack.md)")
     parser.add_argument("--output", type=Path, help="write the result as JSON here")
+    add_num_proc_argument(parser)
 
 
 def _run_recall(args: argparse.Namespace) -> int:
@@ -172,9 +173,10 @@ def _run_recall(args: argparse.Namespace) -> int:
     from haystack_dataset.predictions import read_recall_predictions
     from haystack_dataset.recall import psg_recall
     from hoi_bench.files import write_json_atomic
+    from hoi_bench.forked import worker_count
 
     annotation = read_annotation(args.annotations, records=False)
-    result = psg_recall(annotation, read_recall_predictions(args.predictions))
+    result = psg_recall(annotation, read_recall_predictions(args.predictions, workers=worker_count(args.num_proc)))
     print(format_table(["metric", "value"], [[k, v] for k, v in result.items()]))
     if args.output:  # an undefined recall (no image evaluated) is null, not a bare NaN token
         write_json_atomic(args.output, {k: None if v != v else v for k, v in result.items()})
@@ -190,16 +192,18 @@ def _configure_convert(parser: argparse.ArgumentParser) -> None:
                         help="recall predictions to read: JSON (.json, .json.gz) or columnar .npz")
     parser.add_argument("--out", type=Path, required=True,
                         help="file to write: .npz for the columnar form, anything else for the JSON list")
+    add_num_proc_argument(parser)
 
 
 def _run_convert(args: argparse.Namespace) -> int:
     from haystack_dataset.predictions import read_recall_predictions, write_recall_predictions
     from hoi_bench.errors import FormatError
+    from hoi_bench.forked import worker_count
 
     if args.out.resolve() == args.predictions.resolve():
         raise FormatError(str(args.out), "the output would replace the input", field="--out",
                           expected="another path than --predictions", found=str(args.out))
-    predictions = read_recall_predictions(args.predictions)
+    predictions = read_recall_predictions(args.predictions, workers=worker_count(args.num_proc))
     out = write_recall_predictions(args.out, predictions)
     pairs = sum(len(p.pairs) for p in predictions)
     print(f"wrote {out} ({len(predictions)} images, {pairs} scored pairs)")

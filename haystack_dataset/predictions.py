@@ -51,6 +51,7 @@ import numpy as np
 
 from haystack_dataset import typed_json
 from haystack_dataset.formats import image_key
+from hoi_bench import forked
 from hoi_bench.errors import FormatError, MissingFilesError, PredictionError
 from hoi_bench.files import gc_paused, read_bytes, read_npz_arrays, write_bytes_atomic, write_json_atomic
 
@@ -216,16 +217,28 @@ def _check_unique(image_id: Any, index: int, seen: dict[str, int], file: str | N
     seen[key] = index
 
 
-def read_recall_predictions(path: str | os.PathLike) -> list[RecallPrediction]:
+def read_recall_predictions(path: str | os.PathLike, *, workers: int = 1) -> list[RecallPrediction]:
     """Read recall predictions: the columnar ``.npz`` or the JSON list (``.json`` or ``.json.gz``).
 
     JSON is decoded entry by entry into typed records (msgspec, validation in compiled code) and each entry's
-    scores go straight into one float64 array, so no Python object outlives its entry.
+    scores go straight into one float64 array, so no Python object outlives its entry. ``workers`` > 1 lets a
+    large JSON file be decoded by that many processes at once (``hoi_bench.forked``; the same entries, the same
+    errors).
     """
     path = Path(path)
     if path.suffix == ".npz":
         return read_recall_npz(path)
     data = read_bytes(path, "prediction file")
+    cuts = forked.list_cuts(data, workers, b"image_id") if workers > 1 and forked.can_fork() else []
+    if cuts:
+        try:
+            return _joined_pieces(forked.decode_in_pieces(data, cuts, _piece_columns), str(path))
+        except forked.PieceFailed:
+            pass
+    return _read_recall_json(data, str(path))
+
+
+def _read_recall_json(data: bytes, file: str) -> list[RecallPrediction]:
     try:
         entries = _ENTRY_LIST.decode(data)
     except msgspec.DecodeError:
@@ -233,21 +246,35 @@ def read_recall_predictions(path: str | os.PathLike) -> list[RecallPrediction]:
         try:
             raw = json.loads(data)
         except (ValueError, RecursionError) as error:
-            raise typed_json.malformed(data, str(path), "prediction file", str(error)) from None
-        return parse_recall_predictions(raw, file=str(path))
+            raise typed_json.malformed(data, file, "prediction file", str(error)) from None
+        return parse_recall_predictions(raw, file=file)
     except msgspec.ValidationError:
-        return parse_recall_predictions(typed_json.decode(data, _ANY, file=str(path), what="prediction file"),
-                                        file=str(path))
+        return parse_recall_predictions(typed_json.decode(data, _ANY, file=file, what="prediction file"), file=file)
     except RecursionError:
-        raise FormatError(str(path), "unreadable prediction file", expected="JSON nested a few levels deep",
+        raise FormatError(file, "unreadable prediction file", expected="JSON nested a few levels deep",
                           found="nesting too deep") from None
     out, seen = [], {}
     with gc_paused():
         for index, raw_entry in enumerate(entries):
-            entry = typed_json.decode(raw_entry, _ENTRY, file=str(path), what="prediction file", record=index,
+            entry = typed_json.decode(raw_entry, _ENTRY, file=file, what="prediction file", record=index,
                                       describe=_describe_entry)
-            _check_unique(entry.image_id, index, seen, str(path))
-            out.append(_entry_arrays(entry, index, str(path)))
+            _check_unique(entry.image_id, index, seen, file)
+            out.append(_entry_arrays(entry, index, file))
+    return out
+
+
+def _piece_columns(piece: bytes) -> forked.Columns:
+    """A forked worker's share of a recall JSON: its image ids and the NPZ columns of its entries."""
+    predictions = _read_recall_json(piece, "<piece>")
+    return [p.image_id for p in predictions], recall_columns(predictions)
+
+
+def _joined_pieces(pieces: list[forked.Columns], file: str) -> list[RecallPrediction]:
+    """The entries of a file decoded in pieces, as views into each piece's columns (no copy of the scores)."""
+    out: list[RecallPrediction] = []
+    seen: dict[str, int] = {}
+    for image_ids, arrays in pieces:
+        out += _recall_entries(image_ids, arrays, file, seen=seen, first_index=len(out))
     return out
 
 
@@ -310,6 +337,13 @@ def write_recall_predictions(path: str | os.PathLike, predictions: list[RecallPr
 def write_recall_npz(path: str | os.PathLike, predictions: list[RecallPrediction]) -> Path:
     """Write recall predictions as the columnar NPZ of the module docstring (uncompressed: read at disk speed)."""
     predictions = list(predictions)
+    arrays = {"format": np.array(NPZ_FORMAT), "image_ids": np.array([p.key for p in predictions], dtype=np.str_),
+              **recall_columns(predictions)}
+    return _write_atomic(path, lambda out: np.savez(out, **arrays))
+
+
+def recall_columns(predictions: list[RecallPrediction]) -> dict[str, np.ndarray]:
+    """The NPZ arrays of ``predictions`` from ``pair_counts`` on (the module docstring), all entries concatenated."""
     width = {p.predicate_scores.shape[1] for p in predictions if len(p.pairs)}
     if len(width) > 1:
         raise PredictionError(f"score rows of different widths {sorted(width)}: one width n + 1 for every entry")
@@ -324,9 +358,7 @@ def write_recall_npz(path: str | os.PathLike, predictions: list[RecallPrediction
                  if getattr(p, name) is not None]
         return np.concatenate(parts) if parts else np.zeros([0 if s == -1 else s for s in shape], dtype=dtype)
 
-    arrays = {
-        "format": np.array(NPZ_FORMAT),
-        "image_ids": np.array([p.key for p in predictions], dtype=np.str_),
+    return {
         "pair_counts": np.array([len(p.pairs) for p in predictions], dtype=np.int64),
         "pairs": stacked("pairs", (-1, 2), np.int64),
         "predicate_scores": np.concatenate([p.predicate_scores.reshape(-1, width) for p in predictions])
@@ -337,7 +369,6 @@ def write_recall_npz(path: str | os.PathLike, predictions: list[RecallPrediction
         "object_score_counts": counts("object_scores"),
         "object_scores": stacked("object_scores", (-1,), np.float64),
     }
-    return _write_atomic(path, lambda out: np.savez(out, **arrays))
 
 
 _NPZ_ARRAYS = {"image_ids": (1, "U"), "pair_counts": (1, "i"), "pairs": (2, "i"),
@@ -368,13 +399,22 @@ def read_recall_npz(path: str | os.PathLike) -> list[RecallPrediction]:
         if bad.any():
             raise PredictionError(f"{file}: array {name!r}: expected finite numbers, found "
                                   f"{arrays[name][bad][0]} at {np.argwhere(bad)[0].tolist()}")
-    seen: dict[str, int] = {}
+    return _recall_entries(arrays["image_ids"].tolist(), arrays, file)
+
+
+def _recall_entries(image_ids: list, arrays: dict[str, np.ndarray], file: str, *, seen: dict[str, int] | None = None,
+                    first_index: int = 0) -> list[RecallPrediction]:
+    """One entry per image id, as views into the columnar ``arrays`` (nothing copied per image); an image listed
+    twice is an error naming both entries (``seen`` carries the ids of earlier pieces, whose entries number
+    ``first_index``)."""
+    scores, pairs = arrays["predicate_scores"], arrays["pairs"]
+    seen = {} if seen is None else seen
     out = []
     pair_ends = np.cumsum(arrays["pair_counts"]).tolist()
     object_ends = np.cumsum(np.maximum(arrays["object_counts"], 0)).tolist()
     score_ends = np.cumsum(np.maximum(arrays["object_score_counts"], 0)).tolist()
-    for index, image_id in enumerate(arrays["image_ids"].tolist()):
-        _check_unique(image_id, index, seen, file)
+    for index, image_id in enumerate(image_ids):
+        _check_unique(image_id, first_index + index, seen, file)
         pair_count = int(arrays["pair_counts"][index])
         objects, object_score_count = int(arrays["object_counts"][index]), int(arrays["object_score_counts"][index])
         rows = slice(pair_ends[index] - pair_count, pair_ends[index])

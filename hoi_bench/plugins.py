@@ -41,6 +41,13 @@ FILE_OUTPUTS_BY_VERB = {"show": ("out",), "convert": ("out",)}
 """Verbs whose ``--out`` is a file (a PNG, a converted prediction file); elsewhere ``--out`` is a folder."""
 
 
+def add_num_proc_argument(parser: argparse.ArgumentParser) -> None:
+    """``--num-proc`` of the commands that read a large JSON prediction file (see ``hoi_bench.forked``)."""
+    parser.add_argument("--num-proc", type=positive_int, default=None,
+                        help="processes that decode a large JSON prediction file (16 MB or more) at once (Linux; "
+                        "default: the CPUs available, at most 4; 1 = this process only)")
+
+
 def positive_int(text: str) -> int:
     """argparse type of a count that must be at least 1 (``--num-proc``, ``--num-episodes``).
 

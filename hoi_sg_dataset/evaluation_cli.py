@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, positive_int
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, add_num_proc_argument
 from hoi_bench.report import format_table
 from hoi_sg_dataset import role_ap_cli
 
@@ -69,23 +69,13 @@ def _common_arguments(parser: argparse.ArgumentParser, predictions_note: str = "
     )
     parser.add_argument("--output", type=Path, help="write the result as JSON here")
     parser.add_argument("--per-class", action="store_true", help="also print the AP of every class")
-    _num_proc_argument(parser)
-
-
-def _num_proc_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--num-proc",
-        type=positive_int,
-        default=None,
-        help="processes that decode a large JSON prediction file (16 MB or more) at once "
-        "(Linux; default: the CPUs available, at most 4; 1 = this process only)",
-    )
+    add_num_proc_argument(parser)
 
 
 def _workers(args: argparse.Namespace) -> int:
-    from hoi_bench.forked import available_processes
+    from hoi_bench.forked import worker_count
 
-    return args.num_proc if args.num_proc is not None else min(4, available_processes())
+    return worker_count(args.num_proc)
 
 
 def _top_k(text: str) -> int | str | None:
@@ -124,7 +114,7 @@ def _configure_convert(parser: argparse.ArgumentParser) -> None:
                         help="file to write: .npz for the columnar form, anything else for the JSON list")
     parser.add_argument("--dataset", choices=("hico", "vcoco"),
                         help="verb ids and 'no object' rule (default: from the first file name)")
-    _num_proc_argument(parser)
+    add_num_proc_argument(parser)
 
 
 def _run_convert(args: argparse.Namespace) -> int:

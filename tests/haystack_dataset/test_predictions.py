@@ -97,6 +97,45 @@ def test_columnar_npz_round_trip_keeps_every_array(tmp_path, via):
                 assert np.array_equal(np.asarray(first).reshape(np.shape(second)), second), name
 
 
+def _many_entries(n: int) -> list[dict]:
+    """PredCls, SGDet and empty entries with string and integer image ids, as a recall JSON list."""
+    entries = []
+    for i in range(n):
+        entry = _predictions()[i % 4].to_json()
+        entry["image_id"] = i if i % 3 else str(i)
+        entries.append(entry)
+    return entries
+
+
+def test_reading_in_forked_pieces_gives_the_one_process_entries(tmp_path, forked_pieces):
+    path = _write(tmp_path, _many_entries(40))
+    pieces = read_recall_predictions(path, workers=3)
+    assert forked_pieces == [(3, "decoded")]
+    whole = read_recall_predictions(path)
+    assert [(p.image_id, type(p.image_id)) for p in pieces] == [(p.image_id, type(p.image_id)) for p in whole]
+    for a, b in zip(pieces, whole):
+        assert a.to_json() == b.to_json()
+        for name in ("pairs", "predicate_scores", "boxes", "labels", "object_scores"):
+            first, second = getattr(a, name), getattr(b, name)
+            assert (first is None) == (second is None) and (first is None or first.dtype == second.dtype), name
+
+
+@pytest.mark.parametrize(("where", "change"), [
+    ("an image listed in two pieces", {"image_id": "0"}),
+    ("a bad entry in a worker's piece", {"pairs": [[0, True]]}),
+])
+def test_a_problem_found_in_pieces_gets_the_one_process_message(tmp_path, forked_pieces, where, change):
+    entries = _many_entries(40)
+    entries[39] |= change
+    path = _write(tmp_path, entries)
+    with pytest.raises(FormatError) as one_process:
+        read_recall_predictions(path)
+    with pytest.raises(FormatError) as in_pieces:
+        read_recall_predictions(path, workers=3)
+    assert forked_pieces == [(3, "decoded" if "two pieces" in where else "failed")]
+    assert str(in_pieces.value) == str(one_process.value) and in_pieces.value.record == 39
+
+
 def test_npz_errors_name_the_array(tmp_path):
     path = write_recall_npz(tmp_path / "p.npz", _predictions())
     with np.load(path) as archive:

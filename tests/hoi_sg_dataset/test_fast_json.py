@@ -13,7 +13,7 @@ import random
 import numpy as np
 import pytest
 
-from hoi_bench import cli, forked
+from hoi_bench import cli
 from hoi_bench.errors import FormatError, HoiBenchError
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.fast_json import (
@@ -84,29 +84,6 @@ def test_typed_reader_equals_the_python_reader_on_every_official_sg_test_file(an
     assert names == [r.file_name for r in records]
     same_set(fast, reference_set(records))
     decode_references(path.read_bytes(), dataset)
-
-
-@pytest.fixture
-def forked_pieces(monkeypatch):
-    """Pieces of a few hundred bytes, so the sample files are cut, and a record of every forked decode:
-    (pieces, "decoded" or "failed")."""
-    if not forked.can_fork():
-        pytest.skip("forked decoding runs only on Linux, single-threaded")
-    monkeypatch.setattr(forked, "MIN_PIECE_BYTES", 256)
-    calls = []
-    real = forked.decode_in_pieces
-
-    def recorded(data, cuts, decode):
-        try:
-            result = real(data, cuts, decode)
-        except forked.PieceFailed:
-            calls.append((len(cuts) + 1, "failed"))
-            raise
-        calls.append((len(cuts) + 1, "decoded"))
-        return result
-
-    monkeypatch.setattr(forked, "decode_in_pieces", recorded)
-    return calls
 
 
 @pytest.mark.parametrize("dataset", ["hico", "vcoco"])
