@@ -228,7 +228,7 @@ def read_recall_predictions(path: str | os.PathLike, *, workers: int = 1) -> lis
     path = Path(path)
     if path.suffix == ".npz":
         return read_recall_npz(path)
-    data = read_bytes(path, "prediction file")
+    data = read_bytes(path, "prediction file", mutable=workers > 1)
     cuts = forked.list_cuts(data, workers, b"image_id") if workers > 1 and forked.can_fork() else []
     if cuts:
         try:
@@ -238,7 +238,7 @@ def read_recall_predictions(path: str | os.PathLike, *, workers: int = 1) -> lis
     return _read_recall_json(data, str(path))
 
 
-def _read_recall_json(data: bytes, file: str) -> list[RecallPrediction]:
+def _read_recall_json(data: bytes | bytearray | memoryview, file: str) -> list[RecallPrediction]:
     try:
         entries = _ENTRY_LIST.decode(data)
     except msgspec.DecodeError:
@@ -263,7 +263,7 @@ def _read_recall_json(data: bytes, file: str) -> list[RecallPrediction]:
     return out
 
 
-def _piece_columns(piece: bytes) -> forked.Columns:
+def _piece_columns(piece: memoryview) -> forked.Columns:
     """A forked worker's share of a recall JSON: its image ids and the NPZ columns of its entries."""
     predictions = _read_recall_json(piece, "<piece>")
     return [p.image_id for p in predictions], recall_columns(predictions)

@@ -31,13 +31,16 @@ BOMB_FLOOR_BYTES = 64 * 1024**2
 """A ``.gz`` input may always expand to this much, whatever its ratio (small, repetitive files compress well)."""
 
 
-def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int | None = None) -> bytes:
+def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int | None = None,
+               mutable: bool = False) -> bytes | bytearray:
     """The bytes of ``path``, gunzipped when the name ends in ``.gz``, refusing more than ``max_bytes`` of them.
 
     A ``.gz`` file may also expand to at most :data:`MAX_COMPRESSION_RATIO` times its own size (or
     :data:`BOMB_FLOOR_BYTES`), so a 400 KB gzip bomb is refused after reading 64 MiB, not 800 MB. A missing file
     raises ``MissingFilesError``; an unreadable file, a broken gzip stream or content past the limit raises
     ``FormatError`` naming the file. ``max_bytes`` defaults to :data:`MAX_DECOMPRESSED_BYTES`, read at call time.
+    ``mutable=True`` returns a ``bytearray`` (read in place, no extra copy), for readers that edit a few bytes
+    (``hoi_bench.forked``).
     """
     if max_bytes is None:
         max_bytes = MAX_DECOMPRESSED_BYTES
@@ -51,7 +54,7 @@ def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int | 
         max_bytes = min(max_bytes, max(BOMB_FLOOR_BYTES, MAX_COMPRESSION_RATIO * path.stat().st_size))
     try:
         with (gzip.open if compressed else open)(path, "rb") as handle:
-            data = handle.read(max_bytes + 1)
+            data = _read_into(handle, max_bytes + 1) if mutable else handle.read(max_bytes + 1)
     except (OSError, EOFError) as error:
         expected = f"gzip-compressed {what}" if compressed else f"a readable {what}"
         raise FormatError(str(path), f"unreadable {what}", expected=expected, found=str(error)) from error
@@ -59,6 +62,20 @@ def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int | 
         raise FormatError(str(path), f"{what} too large", expected=f"at most {max_bytes} bytes"
                           + (f" once decompressed ({MAX_COMPRESSION_RATIO}x its compressed size, at least "
                              f"{BOMB_FLOOR_BYTES})" if compressed else ""), found=f"more than {max_bytes}")
+    return data
+
+
+def _read_into(handle, limit: int) -> bytearray:
+    """At most ``limit`` bytes of ``handle`` as a bytearray, read straight into it when the size is known."""
+    if isinstance(handle, gzip.GzipFile):
+        return bytearray(handle.read(limit))
+    data = bytearray(min(os.fstat(handle.fileno()).st_size + 1, limit))
+    filled = 0
+    while filled < len(data) and (count := handle.readinto(memoryview(data)[filled:])):
+        filled += count
+    del data[filled:]
+    if filled == len(data) < limit:  # the file grew after fstat: read the rest as a plain read would
+        data += handle.read(limit - filled)
     return data
 
 

@@ -28,7 +28,8 @@ import signal
 import struct
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
@@ -65,7 +66,7 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
 
 
-def list_cuts(data: bytes, parts: int, first_key: bytes) -> list[int]:
+def list_cuts(data: bytes | bytearray, parts: int, first_key: bytes) -> list[int]:
     """Offsets of up to ``parts - 1`` commas that end an element of the JSON list ``data`` and are followed by an
     element opening with the key ``first_key`` (e.g. ``b"file_name"``), near equal fractions of ``data``.
 
@@ -83,17 +84,29 @@ def list_cuts(data: bytes, parts: int, first_key: bytes) -> list[int]:
     return cuts
 
 
-def _piece(data: bytes, cuts: list[int], index: int) -> bytes:
-    """Piece ``index`` of ``data`` cut at ``cuts``, as a JSON list of its own."""
-    bounds = [-1, *cuts, len(data)]
-    start, stop = bounds[index] + 1, bounds[index + 1]
-    view = memoryview(data)
-    return b"".join((b"" if index == 0 else b"[", view[start:stop], b"" if index == len(cuts) else b"]"))
+@contextmanager
+def _piece(data: bytearray, cuts: list[int], index: int) -> Iterator[memoryview]:
+    """Piece ``index`` of ``data`` cut at ``cuts`` as a JSON list of its own, without copying it: while the piece is
+    in use, the cut comma before it reads ``[`` and the one after it ``]`` (each process edits its own copy of the
+    pages after the fork; this process's commas are put back on exit)."""
+    bounds = [None, *cuts, None]
+    before, after = bounds[index], bounds[index + 1]
+    if before is not None:
+        data[before] = ord("[")
+    if after is not None:
+        data[after] = ord("]")
+    try:
+        yield memoryview(data)[0 if before is None else before : len(data) if after is None else after + 1]
+    finally:
+        for comma in (before, after):
+            if comma is not None:
+                data[comma] = ord(",")
 
 
-def decode_in_pieces(data: bytes, cuts: list[int], decode: Callable[[bytes], Columns]) -> list[Columns]:
+def decode_in_pieces(data: bytearray, cuts: list[int], decode: Callable[[memoryview], Columns]) -> list[Columns]:
     """``decode`` of each piece of ``data`` cut at ``cuts`` (from :func:`list_cuts`), in order: the first in this
-    process, the others in forked workers. Raises :class:`PieceFailed` if any piece fails."""
+    process, the others in forked workers. ``data`` is a bytearray (``read_bytes(..., mutable=True)``) so that no
+    piece is copied; it is unchanged on return. Raises :class:`PieceFailed` if any piece fails."""
     workers: list[tuple[int, int]] = []
     try:
         for index in range(1, len(cuts) + 1):
@@ -101,11 +114,11 @@ def decode_in_pieces(data: bytes, cuts: list[int], decode: Callable[[bytes], Col
             pid = os.fork()
             if pid == 0:
                 os.close(read_end)
-                _work(write_end, lambda index=index: decode(_piece(data, cuts, index)))
+                _work(write_end, lambda index=index: _decoded_piece(data, cuts, index, decode))
             os.close(write_end)
             workers.append((pid, read_end))
         try:
-            results = [decode(_piece(data, cuts, 0))]
+            results = [_decoded_piece(data, cuts, 0, decode)]
         except Exception as error:
             raise PieceFailed("the first piece failed") from error
         for pid, read_end in workers:
@@ -118,6 +131,11 @@ def decode_in_pieces(data: bytes, cuts: list[int], decode: Callable[[bytes], Col
         for pid, read_end in workers:
             _close_quietly(read_end)
             _stop(pid)
+
+
+def _decoded_piece(data: bytearray, cuts: list[int], index: int, decode: Callable[[memoryview], Columns]) -> Columns:
+    with _piece(data, cuts, index) as piece:
+        return decode(piece)
 
 
 def _work(write_end: int, job: Callable[[], Columns]) -> None:

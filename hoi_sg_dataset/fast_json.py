@@ -226,7 +226,7 @@ def read_prediction_set(path: str | os.PathLike, dataset: str, *, workers: int =
     from hoi_sg_dataset.predictions import parse_predictions
 
     path = Path(path)
-    data = read_bytes(path, "prediction file")
+    data = read_bytes(path, "prediction file", mutable=workers > 1)
     try:
         return _decode_predictions_in_pieces(data, dataset, workers)
     except _Invalid:
@@ -240,7 +240,7 @@ def read_prediction_set(path: str | os.PathLike, dataset: str, *, workers: int =
         )
 
 
-def _decode_predictions_in_pieces(data: bytes, dataset: str, workers: int) -> tuple[list[str], HoiSet]:
+def _decode_predictions_in_pieces(data: bytes | bytearray, dataset: str, workers: int) -> tuple[list[str], HoiSet]:
     """``decode_predictions`` of ``data``, by ``workers`` processes when it is large enough to pay."""
     cuts = forked.list_cuts(data, workers, b"file_name") if workers > 1 and forked.can_fork() else []
     if not cuts:

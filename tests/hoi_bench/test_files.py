@@ -32,6 +32,19 @@ def test_read_json_plain_and_gzip(tmp_path):
     assert read_json(tmp_path / "a.json.gz") == {"c": 3}
 
 
+@pytest.mark.parametrize("name", ["a.json", "a.json.gz", "empty.json"])
+def test_mutable_read_gives_the_same_bytes_and_the_same_limits(tmp_path, name):
+    content = b"" if name == "empty.json" else b'[{"file_name": "x"}]' * 1000
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(content) if name.endswith(".gz") else content)
+    data = read_bytes(path, mutable=True)
+    assert isinstance(data, bytearray) and data == read_bytes(path) == content
+    if content:
+        with pytest.raises(FormatError, match="too large"):
+            read_bytes(path, mutable=True, max_bytes=len(content) - 1)
+        assert read_bytes(path, mutable=True, max_bytes=len(content)) == content
+
+
 def test_malformed_json_names_line_and_column(tmp_path):
     (tmp_path / "bad.json").write_text('[1,\n 2,,]')
     with pytest.raises(FormatError, match=r"bad.json: field 'line 2 column 4': malformed JSON"):

@@ -28,7 +28,7 @@ def items(n: int) -> list[dict]:
     return [{"file_name": f"img_{i:04d}.jpg", "values": [i, i / 4, -i]} for i in range(n)]
 
 
-def columns(piece: bytes) -> forked.Columns:
+def columns(piece: bytes | bytearray | memoryview) -> forked.Columns:
     decoded = msgspec.json.decode(piece, type=list[Item])
     return [d.file_name for d in decoded], {
         "values": np.array([d.values for d in decoded], dtype=np.float64).reshape(-1, 3),
@@ -57,11 +57,13 @@ def no_worker_left() -> bool:
 @pytest.mark.parametrize("indent", [None, 2])
 @pytest.mark.parametrize("parts", [2, 3, 5])
 def test_pieces_decode_to_exactly_the_whole_list(small_pieces, parts, indent):
-    data = json.dumps(items(40), indent=indent).encode()
+    data = bytearray(json.dumps(items(40), indent=indent).encode())
     cuts = forked.list_cuts(data, parts, b"file_name")
     assert len(cuts) == parts - 1
     assert all(data[cut : cut + 1] == b"," for cut in cuts)
+    before = bytes(data)
     names, arrays = joined(forked.decode_in_pieces(data, cuts, columns))
+    assert data == before
     whole_names, whole = columns(data)
     assert names == whole_names
     for key in whole:
@@ -70,7 +72,7 @@ def test_pieces_decode_to_exactly_the_whole_list(small_pieces, parts, indent):
 
 
 def test_empty_columns_come_back_with_their_shape(small_pieces):
-    data = json.dumps([{"file_name": f"img_{i}.jpg", "values": []} for i in range(30)]).encode()
+    data = bytearray(json.dumps([{"file_name": f"img_{i}.jpg", "values": []} for i in range(30)]).encode())
     pieces = forked.decode_in_pieces(data, forked.list_cuts(data, 2, b"file_name"), lambda piece: (
         columns(piece)[0], {"values": np.zeros((0, 3)), "counts": np.zeros(0, dtype=np.int32)}))
     assert [arrays["values"].shape for _, arrays in pieces] == [(0, 3), (0, 3)]
@@ -90,17 +92,18 @@ def test_a_cut_not_between_two_elements_fails_instead_of_splitting_one(small_pie
     """The piece before such a cut leaves a string or a bracket open, so it cannot decode."""
     entries = items(40)
     entries[20]["file_name"] = "a,b"
-    data = json.dumps(entries).encode()
+    data = bytearray(json.dumps(entries).encode())
     cut = data.index(b"a,b") + 1 if where == "inside a string" else data.index(b",", data.index(b"[20, 5.0"))
+    before = bytes(data)
     with pytest.raises(forked.PieceFailed):
         forked.decode_in_pieces(data, [cut], columns)
-    assert no_worker_left()
+    assert no_worker_left() and data == before
 
 
 def test_the_first_key_inside_a_string_is_escaped_so_never_a_cut(small_pieces):
     entries = items(40)
     entries[20]["file_name"] = 'a,{"file_name": "b'
-    data = json.dumps(entries).encode()
+    data = bytearray(json.dumps(entries).encode())
     cuts = forked.list_cuts(data, 2, b"file_name")
     assert cuts and all(data[:cut].endswith(b"]}") and data[cut:].startswith(b', {"file_name": "img_') for cut in cuts)
     assert joined(forked.decode_in_pieces(data, cuts, columns))[0] == columns(data)[0]
@@ -109,7 +112,7 @@ def test_the_first_key_inside_a_string_is_escaped_so_never_a_cut(small_pieces):
 def test_a_piece_that_does_not_decode_in_a_worker_fails(small_pieces):
     entries = items(40)
     entries[-1]["values"] = ["not a number"]
-    data = json.dumps(entries).encode()
+    data = bytearray(json.dumps(entries).encode())
     with pytest.raises(forked.PieceFailed):
         forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"), columns)
     assert no_worker_left()
@@ -123,7 +126,7 @@ def test_a_worker_that_dies_fails_and_is_reaped(small_pieces):
             os._exit(7)
         return columns(piece)
 
-    data = json.dumps(items(40)).encode()
+    data = bytearray(json.dumps(items(40)).encode())
     with pytest.raises(forked.PieceFailed):
         forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"), dies_in_worker)
     assert no_worker_left()
@@ -137,11 +140,12 @@ def test_a_failure_in_this_process_stops_the_workers(small_pieces):
             raise ValueError("bad first piece")
         return columns(piece)
 
-    data = json.dumps(items(40)).encode()
+    data = bytearray(json.dumps(items(40)).encode())
+    before = bytes(data)
     with pytest.raises(forked.PieceFailed) as failure:
         forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"), fails_here)
     assert isinstance(failure.value.__cause__, ValueError)
-    assert no_worker_left()
+    assert no_worker_left() and data == before
 
 
 def test_no_fork_while_another_thread_runs():
