@@ -232,7 +232,8 @@ def read_recall_predictions(path: str | os.PathLike, *, workers: int = 1) -> lis
     cuts = forked.list_cuts(data, workers, b"image_id") if workers > 1 and forked.can_fork() else []
     if cuts:
         try:
-            return _joined_pieces(forked.decode_in_pieces(data, cuts, _piece_columns), str(path))
+            image_ids, arrays = forked.decode_in_pieces(data, cuts, _piece_columns)
+            return _recall_entries(image_ids, arrays, str(path))
         except forked.PieceFailed:
             pass
     return _read_recall_json(data, str(path))
@@ -267,15 +268,6 @@ def _piece_columns(piece: memoryview) -> forked.Columns:
     """A forked worker's share of a recall JSON: its image ids and the NPZ columns of its entries."""
     predictions = _read_recall_json(piece, "<piece>")
     return [p.image_id for p in predictions], recall_columns(predictions)
-
-
-def _joined_pieces(pieces: list[forked.Columns], file: str) -> list[RecallPrediction]:
-    """The entries of a file decoded in pieces, as views into each piece's columns (no copy of the scores)."""
-    out: list[RecallPrediction] = []
-    seen: dict[str, int] = {}
-    for image_ids, arrays in pieces:
-        out += _recall_entries(image_ids, arrays, file, seen=seen, first_index=len(out))
-    return out
 
 
 class _Entry(msgspec.Struct, gc=False):
@@ -402,19 +394,17 @@ def read_recall_npz(path: str | os.PathLike) -> list[RecallPrediction]:
     return _recall_entries(arrays["image_ids"].tolist(), arrays, file)
 
 
-def _recall_entries(image_ids: list, arrays: dict[str, np.ndarray], file: str, *, seen: dict[str, int] | None = None,
-                    first_index: int = 0) -> list[RecallPrediction]:
+def _recall_entries(image_ids: list, arrays: dict[str, np.ndarray], file: str) -> list[RecallPrediction]:
     """One entry per image id, as views into the columnar ``arrays`` (nothing copied per image); an image listed
-    twice is an error naming both entries (``seen`` carries the ids of earlier pieces, whose entries number
-    ``first_index``)."""
+    twice is an error naming both entries."""
     scores, pairs = arrays["predicate_scores"], arrays["pairs"]
-    seen = {} if seen is None else seen
+    seen: dict[str, int] = {}
     out = []
     pair_ends = np.cumsum(arrays["pair_counts"]).tolist()
     object_ends = np.cumsum(np.maximum(arrays["object_counts"], 0)).tolist()
     score_ends = np.cumsum(np.maximum(arrays["object_score_counts"], 0)).tolist()
     for index, image_id in enumerate(image_ids):
-        _check_unique(image_id, first_index + index, seen, file)
+        _check_unique(image_id, index, seen, file)
         pair_count = int(arrays["pair_counts"][index])
         objects, object_score_count = int(arrays["object_counts"][index]), int(arrays["object_score_counts"][index])
         rows = slice(pair_ends[index] - pair_count, pair_ends[index])

@@ -103,10 +103,12 @@ def _piece(data: bytearray, cuts: list[int], index: int) -> Iterator[memoryview]
                 data[comma] = ord(",")
 
 
-def decode_in_pieces(data: bytearray, cuts: list[int], decode: Callable[[memoryview], Columns]) -> list[Columns]:
-    """``decode`` of each piece of ``data`` cut at ``cuts`` (from :func:`list_cuts`), in order: the first in this
-    process, the others in forked workers. ``data`` is a bytearray (``read_bytes(..., mutable=True)``) so that no
-    piece is copied; it is unchanged on return. Raises :class:`PieceFailed` if any piece fails."""
+def decode_in_pieces(data: bytearray, cuts: list[int], decode: Callable[[memoryview], Columns]) -> Columns:
+    """``decode`` of each piece of ``data`` cut at ``cuts`` (from :func:`list_cuts`), joined in order: the values
+    concatenated and each array stacked along its first axis. The first piece is decoded by this process, the
+    others by forked workers, whose arrays are read straight into the joined ones. ``data`` is a bytearray
+    (``read_bytes(..., mutable=True)``) so that no piece is copied; it is unchanged on return. Raises
+    :class:`PieceFailed` if any piece fails or the pieces' arrays differ in dtype or trailing shape."""
     workers: list[tuple[int, int]] = []
     try:
         for index in range(1, len(cuts) + 1):
@@ -118,19 +120,46 @@ def decode_in_pieces(data: bytearray, cuts: list[int], decode: Callable[[memoryv
             os.close(write_end)
             workers.append((pid, read_end))
         try:
-            results = [_decoded_piece(data, cuts, 0, decode)]
+            first = _decoded_piece(data, cuts, 0, decode)
         except Exception as error:
             raise PieceFailed("the first piece failed") from error
-        for pid, read_end in workers:
-            results.append(_receive(read_end))
+        pipes = [os.fdopen(read_end, "rb", closefd=False) for _, read_end in workers]
+        joined = _joined(first, pipes)
+        for pid, _ in workers:
             _, status = os.waitpid(pid, 0)
             if os.waitstatus_to_exitcode(status) != 0:
                 raise PieceFailed(f"worker {pid} exited with status {status}")
-        return results
+        return joined
     finally:
         for pid, read_end in workers:
             _close_quietly(read_end)
             _stop(pid)
+
+
+def _joined(first: Columns, pipes: list) -> Columns:
+    """This process's columns followed by those each worker sends on its pipe, in one set of arrays."""
+    values, arrays = first
+    headers = [_header(pipe) for pipe in pipes]
+    values = list(values) + [value for header in headers for value in header["values"]]
+    out, rows = {}, {}
+    for name, array in arrays.items():
+        parts = [(array.dtype, array.shape)]
+        for header in headers:
+            layout = {entry[0]: (np.dtype(entry[1]), tuple(entry[2])) for entry in header["arrays"]}
+            if layout.keys() != arrays.keys():
+                raise PieceFailed(f"a worker sent arrays {sorted(layout)}, expected {sorted(arrays)}")
+            parts.append(layout[name])
+        filled = [shape for _, shape in parts if shape[0]] or [array.shape]
+        if len({dtype for dtype, _ in parts}) > 1 or len({shape[1:] for shape in filled}) > 1:
+            raise PieceFailed(f"the pieces' {name!r} arrays differ: {parts}")
+        out[name] = np.empty((sum(shape[0] for _, shape in parts), *filled[0][1:]), dtype=array.dtype)
+        out[name][: len(array)] = array
+        rows[name] = len(array)
+    for pipe, header in zip(pipes, headers):
+        for name, _, shape in header["arrays"]:
+            _fill(pipe, _bytes_of(out[name][rows[name] : rows[name] + shape[0]]))
+            rows[name] += shape[0]
+    return values, out
 
 
 def _decoded_piece(data: bytearray, cuts: list[int], index: int, decode: Callable[[memoryview], Columns]) -> Columns:
@@ -159,16 +188,10 @@ def _send(pipe, values: list[Any], arrays: dict[str, np.ndarray]) -> None:
         pipe.write(_bytes_of(np.ascontiguousarray(array)))
 
 
-def _receive(read_end: int) -> Columns:
-    with os.fdopen(read_end, "rb", closefd=False) as pipe:
-        (length,) = struct.unpack("<Q", _read_exactly(pipe, 8))
-        header = msgspec.msgpack.decode(_read_exactly(pipe, length))
-        arrays = {}
-        for name, dtype, shape in header["arrays"]:
-            array = np.empty(shape, dtype=np.dtype(dtype))
-            _fill(pipe, _bytes_of(array))
-            arrays[name] = array
-    return header["values"], arrays
+def _header(pipe) -> dict:
+    """A worker's values and the name, dtype and shape of each array it sends next."""
+    (length,) = struct.unpack("<Q", _read_exactly(pipe, 8))
+    return msgspec.msgpack.decode(_read_exactly(pipe, length))
 
 
 def _bytes_of(array: np.ndarray) -> memoryview:

@@ -246,11 +246,9 @@ def _decode_predictions_in_pieces(data: bytes | bytearray, dataset: str, workers
     if not cuts:
         return decode_predictions(data, dataset)
     try:
-        pieces = forked.decode_in_pieces(data, cuts, lambda piece: _columns(*decode_predictions(piece, dataset)))
+        names, arrays = forked.decode_in_pieces(data, cuts, lambda piece: _columns(*decode_predictions(piece, dataset)))
     except forked.PieceFailed:
         return decode_predictions(data, dataset)
-    names = [name for piece_names, _ in pieces for name in piece_names]
-    arrays = {key: np.concatenate([columns[key] for _, columns in pieces]) for key in pieces[0][1]}
     return names, HoiSet(arrays["boxes"], arrays["box_labels"], _offsets(arrays["box_counts"]), arrays["hois"],
                          _offsets(arrays["hoi_counts"]), arrays["scores"], what="predictions")
 

@@ -36,11 +36,6 @@ def columns(piece: bytes | bytearray | memoryview) -> forked.Columns:
     }
 
 
-def joined(pieces: list[forked.Columns]) -> forked.Columns:
-    names = [name for piece_names, _ in pieces for name in piece_names]
-    return names, {key: np.concatenate([arrays[key] for _, arrays in pieces]) for key in pieces[0][1]}
-
-
 @pytest.fixture
 def small_pieces(monkeypatch):
     monkeypatch.setattr(forked, "MIN_PIECE_BYTES", 64)
@@ -62,7 +57,7 @@ def test_pieces_decode_to_exactly_the_whole_list(small_pieces, parts, indent):
     assert len(cuts) == parts - 1
     assert all(data[cut : cut + 1] == b"," for cut in cuts)
     before = bytes(data)
-    names, arrays = joined(forked.decode_in_pieces(data, cuts, columns))
+    names, arrays = forked.decode_in_pieces(data, cuts, columns)
     assert data == before
     whole_names, whole = columns(data)
     assert names == whole_names
@@ -71,11 +66,36 @@ def test_pieces_decode_to_exactly_the_whole_list(small_pieces, parts, indent):
     assert no_worker_left()
 
 
-def test_empty_columns_come_back_with_their_shape(small_pieces):
-    data = bytearray(json.dumps([{"file_name": f"img_{i}.jpg", "values": []} for i in range(30)]).encode())
-    pieces = forked.decode_in_pieces(data, forked.list_cuts(data, 2, b"file_name"), lambda piece: (
-        columns(piece)[0], {"values": np.zeros((0, 3)), "counts": np.zeros(0, dtype=np.int32)}))
-    assert [arrays["values"].shape for _, arrays in pieces] == [(0, 3), (0, 3)]
+def test_a_piece_without_rows_joins_whatever_its_trailing_shape(small_pieces):
+    parent = os.getpid()
+
+    def empty_in_worker(piece: bytes) -> forked.Columns:
+        names, arrays = columns(piece)
+        if os.getpid() != parent:
+            arrays = {"values": np.zeros((0, 7)), "counts": np.zeros(0, dtype=np.int32)}
+        return names, arrays
+
+    data = bytearray(json.dumps(items(40)).encode())
+    names, arrays = forked.decode_in_pieces(data, forked.list_cuts(data, 2, b"file_name"), empty_in_worker)
+    assert len(names) == 40 and arrays["values"].shape == (len(arrays["counts"]), 3)
+
+
+@pytest.mark.parametrize("change", ["dtype", "trailing shape", "names"])
+def test_pieces_whose_arrays_disagree_fail(small_pieces, change):
+    parent = os.getpid()
+
+    def different_in_worker(piece: bytes) -> forked.Columns:
+        names, arrays = columns(piece)
+        if os.getpid() != parent:
+            arrays = {"dtype": {**arrays, "counts": arrays["counts"].astype(np.int64)},
+                      "trailing shape": {**arrays, "values": arrays["values"][:, :2]},
+                      "names": {"values": arrays["values"]}}[change]
+        return names, arrays
+
+    data = bytearray(json.dumps(items(40)).encode())
+    with pytest.raises(forked.PieceFailed):
+        forked.decode_in_pieces(data, forked.list_cuts(data, 2, b"file_name"), different_in_worker)
+    assert no_worker_left()
 
 
 def test_no_cut_below_the_minimum_piece_size_or_without_the_first_key(small_pieces, monkeypatch):
@@ -106,7 +126,7 @@ def test_the_first_key_inside_a_string_is_escaped_so_never_a_cut(small_pieces):
     data = bytearray(json.dumps(entries).encode())
     cuts = forked.list_cuts(data, 2, b"file_name")
     assert cuts and all(data[:cut].endswith(b"]}") and data[cut:].startswith(b', {"file_name": "img_') for cut in cuts)
-    assert joined(forked.decode_in_pieces(data, cuts, columns))[0] == columns(data)[0]
+    assert forked.decode_in_pieces(data, cuts, columns)[0] == columns(data)[0]
 
 
 def test_a_piece_that_does_not_decode_in_a_worker_fails(small_pieces):
