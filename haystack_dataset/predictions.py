@@ -267,7 +267,7 @@ def _read_recall_json(data: bytes | bytearray | memoryview, file: str) -> list[R
 def _piece_columns(piece: memoryview) -> forked.Columns:
     """A forked worker's share of a recall JSON: its image ids and the NPZ columns of its entries."""
     predictions = _read_recall_json(piece, "<piece>")
-    return [p.image_id for p in predictions], recall_columns(predictions)
+    return [p.image_id for p in predictions], _recall_chunks(predictions)
 
 
 class _Entry(msgspec.Struct, gc=False):
@@ -336,6 +336,12 @@ def write_recall_npz(path: str | os.PathLike, predictions: list[RecallPrediction
 
 def recall_columns(predictions: list[RecallPrediction]) -> dict[str, np.ndarray]:
     """The NPZ arrays of ``predictions`` from ``pair_counts`` on (the module docstring), all entries concatenated."""
+    return {name: np.concatenate(value) if isinstance(value, list) else value
+            for name, value in _recall_chunks(predictions).items()}
+
+
+def _recall_chunks(predictions: list[RecallPrediction]) -> dict[str, np.ndarray | list[np.ndarray]]:
+    """:func:`recall_columns` before concatenation: the counts, and each array as its entries' parts in order."""
     width = {p.predicate_scores.shape[1] for p in predictions if len(p.pairs)}
     if len(width) > 1:
         raise PredictionError(f"score rows of different widths {sorted(width)}: one width n + 1 for every entry")
@@ -345,21 +351,19 @@ def recall_columns(predictions: list[RecallPrediction]) -> dict[str, np.ndarray]
         return np.array([-1 if getattr(p, name) is None else len(getattr(p, name)) for p in predictions],
                         dtype=np.int64)
 
-    def stacked(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
-        parts = [np.asarray(getattr(p, name), dtype=dtype).reshape(shape) for p in predictions
-                 if getattr(p, name) is not None]
-        return np.concatenate(parts) if parts else np.zeros([0 if s == -1 else s for s in shape], dtype=dtype)
+    def parts(name: str, shape: tuple[int, ...], dtype) -> list[np.ndarray]:
+        return [np.asarray(getattr(p, name), dtype=dtype).reshape(shape) for p in predictions
+                if getattr(p, name) is not None] or [np.zeros([0 if s == -1 else s for s in shape], dtype=dtype)]
 
     return {
         "pair_counts": np.array([len(p.pairs) for p in predictions], dtype=np.int64),
-        "pairs": stacked("pairs", (-1, 2), np.int64),
-        "predicate_scores": np.concatenate([p.predicate_scores.reshape(-1, width) for p in predictions])
-        if predictions else np.zeros((0, 0)),
+        "pairs": parts("pairs", (-1, 2), np.int64),
+        "predicate_scores": [p.predicate_scores.reshape(-1, width) for p in predictions] or [np.zeros((0, 0))],
         "object_counts": counts("boxes"),
-        "boxes": stacked("boxes", (-1, 4), np.float64),
-        "labels": stacked("labels", (-1,), np.int64),
+        "boxes": parts("boxes", (-1, 4), np.float64),
+        "labels": parts("labels", (-1,), np.int64),
         "object_score_counts": counts("object_scores"),
-        "object_scores": stacked("object_scores", (-1,), np.float64),
+        "object_scores": parts("object_scores", (-1,), np.float64),
     }
 
 

@@ -39,9 +39,10 @@ MIN_PIECE_BYTES = 8 << 20
 """Smallest piece worth a process (roughly 0.1 s of decoding): below it, forking and sending the columns back eat
 most of the gain."""
 
-Columns = tuple[list[Any], dict[str, np.ndarray]]
-"""What a worker sends back: a list of plain values (file names; image ids, str, int or float) and named numpy
-arrays."""
+Columns = tuple[list[Any], dict[str, np.ndarray | list[np.ndarray]]]
+"""What a piece decodes to: a list of plain values (file names; image ids, str, int or float) and named arrays of
+at least one dimension. An array may also be given as the list of its row chunks (same dtype, same trailing shape
+unless a chunk has no rows), so that a decoder can hand over per-image arrays without concatenating them."""
 
 
 class PieceFailed(Exception):
@@ -137,29 +138,50 @@ def decode_in_pieces(data: bytearray, cuts: list[int], decode: Callable[[memoryv
 
 
 def _joined(first: Columns, pipes: list) -> Columns:
-    """This process's columns followed by those each worker sends on its pipe, in one set of arrays."""
+    """This process's columns followed by those each worker sends on its pipe, in one set of arrays; this
+    process's chunks are released as they are copied."""
     values, arrays = first
     headers = [_header(pipe) for pipe in pipes]
     values = list(values) + [value for header in headers for value in header["values"]]
     out, rows = {}, {}
-    for name, array in arrays.items():
-        parts = [(array.dtype, array.shape)]
+    for name in list(arrays):
+        chunks = _chunks(arrays[name])
+        parts = [_layout(chunks)]
         for header in headers:
             layout = {entry[0]: (np.dtype(entry[1]), tuple(entry[2])) for entry in header["arrays"]}
             if layout.keys() != arrays.keys():
                 raise PieceFailed(f"a worker sent arrays {sorted(layout)}, expected {sorted(arrays)}")
             parts.append(layout[name])
-        filled = [shape for _, shape in parts if shape[0]] or [array.shape]
-        if len({dtype for dtype, _ in parts}) > 1 or len({shape[1:] for shape in filled}) > 1:
+        dtype, shape = parts[0]
+        filled = [part_shape for _, part_shape in parts if part_shape[0]] or [shape]
+        if len({part_dtype for part_dtype, _ in parts}) > 1 or len({part[1:] for part in filled}) > 1:
             raise PieceFailed(f"the pieces' {name!r} arrays differ: {parts}")
-        out[name] = np.empty((sum(shape[0] for _, shape in parts), *filled[0][1:]), dtype=array.dtype)
-        out[name][: len(array)] = array
-        rows[name] = len(array)
+        out[name] = np.empty((sum(part_shape[0] for _, part_shape in parts), *filled[0][1:]), dtype=dtype)
+        rows[name] = 0
+        arrays[name] = None
+        for chunk in chunks:
+            out[name][rows[name] : rows[name] + len(chunk)] = chunk.reshape(-1, *filled[0][1:])
+            rows[name] += len(chunk)
+        del chunks
     for pipe, header in zip(pipes, headers):
         for name, _, shape in header["arrays"]:
             _fill(pipe, _bytes_of(out[name][rows[name] : rows[name] + shape[0]]))
             rows[name] += shape[0]
     return values, out
+
+
+def _chunks(value: np.ndarray | list[np.ndarray]) -> list[np.ndarray]:
+    return value if isinstance(value, list) else [value]
+
+
+def _layout(chunks: list[np.ndarray]) -> tuple[np.dtype, tuple[int, ...]]:
+    """dtype and shape of the array that ``chunks`` make up; ``PieceFailed`` when they do not fit together."""
+    if not chunks:
+        raise PieceFailed("an array given as no chunks at all (give one empty chunk for its dtype and shape)")
+    filled = [chunk for chunk in chunks if len(chunk)] or chunks[:1]
+    if len({chunk.dtype for chunk in chunks}) > 1 or len({chunk.shape[1:] for chunk in filled}) > 1:
+        raise PieceFailed(f"chunks of different dtypes or trailing shapes: {[c.shape for c in chunks[:5]]}")
+    return chunks[0].dtype, (sum(len(chunk) for chunk in chunks), *filled[0].shape[1:])
 
 
 def _decoded_piece(data: bytearray, cuts: list[int], index: int, decode: Callable[[memoryview], Columns]) -> Columns:
@@ -179,13 +201,18 @@ def _work(write_end: int, job: Callable[[], Columns]) -> None:
         os._exit(code)
 
 
-def _send(pipe, values: list[Any], arrays: dict[str, np.ndarray]) -> None:
-    layout = [[name, array.dtype.str, list(array.shape)] for name, array in arrays.items()]
+def _send(pipe, values: list[Any], arrays: dict[str, np.ndarray | list[np.ndarray]]) -> None:
+    chunks = {name: _chunks(value) for name, value in arrays.items()}
+    layout = []
+    for name, parts in chunks.items():
+        dtype, shape = _layout(parts)
+        layout.append([name, dtype.str, list(shape)])
     header = msgspec.msgpack.encode({"values": values, "arrays": layout})
     pipe.write(struct.pack("<Q", len(header)))
     pipe.write(header)
-    for array in arrays.values():
-        pipe.write(_bytes_of(np.ascontiguousarray(array)))
+    for parts in chunks.values():
+        for chunk in parts:
+            pipe.write(_bytes_of(np.ascontiguousarray(chunk)))
 
 
 def _header(pipe) -> dict:

@@ -80,6 +80,32 @@ def test_a_piece_without_rows_joins_whatever_its_trailing_shape(small_pieces):
     assert len(names) == 40 and arrays["values"].shape == (len(arrays["counts"]), 3)
 
 
+def chunked(piece: bytes) -> forked.Columns:
+    """``columns`` with each array handed over as per-item chunks, plus an empty chunk of another width."""
+    names, arrays = columns(piece)
+    return names, {"values": [np.zeros((0, 5)), *np.split(arrays["values"], len(names))],
+                   "counts": list(np.split(arrays["counts"], len(names)))}
+
+
+def test_arrays_given_as_chunks_join_like_whole_arrays(small_pieces):
+    data = bytearray(json.dumps(items(40)).encode())
+    cuts = forked.list_cuts(data, 3, b"file_name")
+    names, arrays = forked.decode_in_pieces(data, cuts, chunked)
+    whole_names, whole = columns(data)
+    assert names == whole_names
+    assert all(np.array_equal(arrays[key], whole[key]) and arrays[key].dtype == whole[key].dtype for key in whole)
+
+
+@pytest.mark.parametrize("chunks", [[], [np.zeros((2, 3)), np.zeros((2, 3), dtype=np.float32)],
+                                    [np.zeros((2, 3)), np.zeros((2, 2))]], ids=["none", "dtypes", "widths"])
+def test_chunks_that_do_not_make_one_array_fail(small_pieces, chunks):
+    data = bytearray(json.dumps(items(40)).encode())
+    with pytest.raises(forked.PieceFailed):
+        forked.decode_in_pieces(data, forked.list_cuts(data, 2, b"file_name"),
+                                lambda piece: (columns(piece)[0], {"values": chunks}))
+    assert no_worker_left()
+
+
 @pytest.mark.parametrize("change", ["dtype", "trailing shape", "names"])
 def test_pieces_whose_arrays_disagree_fail(small_pieces, change):
     parent = os.getpid()
