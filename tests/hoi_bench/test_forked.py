@@ -36,6 +36,12 @@ def columns(piece: bytes | bytearray | memoryview) -> forked.Columns:
     }
 
 
+def split_by_process(here, in_workers):
+    """A decode function that runs ``here`` in this process and ``in_workers`` in the forked workers."""
+    parent = os.getpid()
+    return lambda piece: here(piece) if os.getpid() == parent else in_workers(piece)
+
+
 @pytest.fixture
 def small_pieces(monkeypatch):
     monkeypatch.setattr(forked, "MIN_PIECE_BYTES", 64)
@@ -67,16 +73,12 @@ def test_pieces_decode_to_exactly_the_whole_list(small_pieces, parts, indent):
 
 
 def test_a_piece_without_rows_joins_whatever_its_trailing_shape(small_pieces):
-    parent = os.getpid()
-
-    def empty_in_worker(piece: bytes) -> forked.Columns:
-        names, arrays = columns(piece)
-        if os.getpid() != parent:
-            arrays = {"values": np.zeros((0, 7)), "counts": np.zeros(0, dtype=np.int32)}
-        return names, arrays
+    def empty(piece: bytes) -> forked.Columns:
+        return columns(piece)[0], {"values": np.zeros((0, 7)), "counts": np.zeros(0, dtype=np.int32)}
 
     data = bytearray(json.dumps(items(40)).encode())
-    names, arrays = forked.decode_in_pieces(data, forked.list_cuts(data, 2, b"file_name"), empty_in_worker)
+    names, arrays = forked.decode_in_pieces(data, forked.list_cuts(data, 2, b"file_name"),
+                                            split_by_process(columns, empty))
     assert len(names) == 40 and arrays["values"].shape == (len(arrays["counts"]), 3)
 
 
@@ -108,19 +110,15 @@ def test_chunks_that_do_not_make_one_array_fail(small_pieces, chunks):
 
 @pytest.mark.parametrize("change", ["dtype", "trailing shape", "names"])
 def test_pieces_whose_arrays_disagree_fail(small_pieces, change):
-    parent = os.getpid()
-
-    def different_in_worker(piece: bytes) -> forked.Columns:
+    def different(piece: bytes) -> forked.Columns:
         names, arrays = columns(piece)
-        if os.getpid() != parent:
-            arrays = {"dtype": {**arrays, "counts": arrays["counts"].astype(np.int64)},
-                      "trailing shape": {**arrays, "values": arrays["values"][:, :2]},
-                      "names": {"values": arrays["values"]}}[change]
-        return names, arrays
+        return names, {"dtype": {**arrays, "counts": arrays["counts"].astype(np.int64)},
+                       "trailing shape": {**arrays, "values": arrays["values"][:, :2]},
+                       "names": {"values": arrays["values"]}}[change]
 
     data = bytearray(json.dumps(items(40)).encode())
     with pytest.raises(forked.PieceFailed):
-        forked.decode_in_pieces(data, forked.list_cuts(data, 2, b"file_name"), different_in_worker)
+        forked.decode_in_pieces(data, forked.list_cuts(data, 2, b"file_name"), split_by_process(columns, different))
     assert no_worker_left()
 
 
@@ -165,31 +163,21 @@ def test_a_piece_that_does_not_decode_in_a_worker_fails(small_pieces):
 
 
 def test_a_worker_that_dies_fails_and_is_reaped(small_pieces):
-    parent = os.getpid()
-
-    def dies_in_worker(piece: bytes) -> forked.Columns:
-        if os.getpid() != parent:
-            os._exit(7)
-        return columns(piece)
-
     data = bytearray(json.dumps(items(40)).encode())
     with pytest.raises(forked.PieceFailed):
-        forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"), dies_in_worker)
+        forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"),
+                                split_by_process(columns, lambda piece: os._exit(7)))
     assert no_worker_left()
 
 
 def test_a_failure_in_this_process_stops_the_workers(small_pieces):
-    parent = os.getpid()
-
-    def fails_here(piece: bytes) -> forked.Columns:
-        if os.getpid() == parent:
-            raise ValueError("bad first piece")
-        return columns(piece)
+    def fails(piece: bytes) -> forked.Columns:
+        raise ValueError("bad first piece")
 
     data = bytearray(json.dumps(items(40)).encode())
     before = bytes(data)
     with pytest.raises(forked.PieceFailed) as failure:
-        forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"), fails_here)
+        forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"), split_by_process(fails, columns))
     assert isinstance(failure.value.__cause__, ValueError)
     assert no_worker_left() and data == before
 
