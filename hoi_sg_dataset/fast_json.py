@@ -3,17 +3,18 @@
 ``predictions.read_predictions`` and ``formats.read_annotations`` check every field in Python, one dict per
 box and per HOI: on a full-size QPIC prediction file (851,500 HOIs, 1.7 million boxes, 150-170 MB) that is
 most of the time of ``hoi-bench evaluate``. Here msgspec decodes the file into ``Struct`` classes, checking
-JSON syntax,
-field names and JSON types (``int`` rejects ``1.0`` and ``true``) in compiled code; the values are then copied
-into numpy arrays and every remaining rule (ids in the vocabulary, indices inside the image's box list, finite
+JSON syntax, field names and JSON types (``int`` rejects ``1.0`` and ``true``) in compiled code, with the
+garbage collector paused; the values are then copied into numpy arrays (boxes through msgspec's MessagePack
+bytes, see :func:`_boxes`) and every remaining rule (ids in the vocabulary, indices inside the image's box list, finite
 numbers inside the float32 range, box corners in order, HOI class ids, one record per image) is checked on
 whole columns at once.
 
 The error messages stay those of the Python validators: on the first problem of any kind the file is read
 again by them (``read_json``), and they raise their usual ``FormatError`` (file, record, field, expected,
-found). The second read costs time only when the input is wrong. Why msgspec ``Struct`` classes and not
-``msgspec.Raw`` spans parsed by numpy, and the figures behind that choice: ``docs/hoi_sg_metrics.md``,
-"Reading speed".
+found). The second read costs time only when the input is wrong. A large prediction file may be decoded in
+pieces by several processes (``read_prediction_set(..., workers=N)``, ``hoi_bench.forked``). Why msgspec
+``Struct`` classes and not ``msgspec.Raw`` spans parsed by numpy, and the figures behind each choice:
+``docs/hoi_sg_metrics.md``, "Reading speed".
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ def _boxes(items: list[_Box]) -> tuple[np.ndarray, np.ndarray]:
 
     msgspec writes the boxes back out as MessagePack in compiled code, where every valid box takes the same
     56 bytes, and numpy reads the columns from those bytes; that is half the time of copying 5 Python numbers
-    per box. A box that is not exactly 4 numbers and a COCO-sized category id changes the layout and is refused
-    (valid category ids are 1..90).
+    per box. A bbox of other than 4 numbers, or a category id outside -32..127, changes the layout and the box
+    is refused (valid COCO category ids are 1..90).
     """
     n = len(items)
     if n == 0:
