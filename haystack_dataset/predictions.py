@@ -265,7 +265,7 @@ def _read_recall_json(data: bytes | bytearray | memoryview, file: str) -> list[R
 
 
 def _piece_columns(piece: memoryview) -> forked.Columns:
-    """A forked worker's share of a recall JSON: its image ids and the NPZ columns of its entries."""
+    """A forked worker's share of a recall JSON: its image ids and the NPZ columns of its entries, in chunks."""
     predictions = _read_recall_json(piece, "<piece>")
     return [p.image_id for p in predictions], _recall_chunks(predictions)
 
@@ -330,18 +330,18 @@ def write_recall_npz(path: str | os.PathLike, predictions: list[RecallPrediction
     """Write recall predictions as the columnar NPZ of the module docstring (uncompressed: read at disk speed)."""
     predictions = list(predictions)
     arrays = {"format": np.array(NPZ_FORMAT), "image_ids": np.array([p.key for p in predictions], dtype=np.str_),
-              **recall_columns(predictions)}
+              **_recall_columns(predictions)}
     return _write_atomic(path, lambda out: np.savez(out, **arrays))
 
 
-def recall_columns(predictions: list[RecallPrediction]) -> dict[str, np.ndarray]:
+def _recall_columns(predictions: list[RecallPrediction]) -> dict[str, np.ndarray]:
     """The NPZ arrays of ``predictions`` from ``pair_counts`` on (the module docstring), all entries concatenated."""
     return {name: np.concatenate(value) if isinstance(value, list) else value
             for name, value in _recall_chunks(predictions).items()}
 
 
 def _recall_chunks(predictions: list[RecallPrediction]) -> dict[str, np.ndarray | list[np.ndarray]]:
-    """:func:`recall_columns` before concatenation: the counts, and each array as its entries' parts in order."""
+    """:func:`_recall_columns` before concatenation: the counts, and each array as its entries' parts in order."""
     width = {p.predicate_scores.shape[1] for p in predictions if len(p.pairs)}
     if len(width) > 1:
         raise PredictionError(f"score rows of different widths {sorted(width)}: one width n + 1 for every entry")
