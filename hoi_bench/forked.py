@@ -28,6 +28,7 @@ import signal
 import struct
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -114,7 +115,7 @@ def decode_in_pieces(data: bytearray, cuts: list[int], decode: Callable[[memoryv
     try:
         for index in range(1, len(cuts) + 1):
             read_end, write_end = os.pipe()
-            pid = os.fork()
+            pid = _fork()
             if pid == 0:
                 os.close(read_end)
                 _work(write_end, lambda index=index: _decoded_piece(data, cuts, index, decode))
@@ -182,6 +183,15 @@ def _layout(chunks: list[np.ndarray]) -> tuple[np.dtype, tuple[int, ...]]:
     if len({chunk.dtype for chunk in chunks}) > 1 or len({chunk.shape[1:] for chunk in filled}) > 1:
         raise PieceFailed(f"chunks of different dtypes or trailing shapes: {[c.shape for c in chunks[:5]]}")
     return chunks[0].dtype, (sum(len(chunk) for chunk in chunks), *filled[0].shape[1:])
+
+
+def _fork() -> int:
+    """``os.fork()``. CPython 3.12+ warns after forking whenever the OS reports more than one thread, native pools
+    such as OpenBLAS's included; :func:`can_fork` has made sure no other Python thread runs, and native pools
+    handle fork themselves, so that warning is not raised here (as an error it would strand the child)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
+        return os.fork()
 
 
 def _decoded_piece(data: bytearray, cuts: list[int], index: int, decode: Callable[[memoryview], Columns]) -> Columns:

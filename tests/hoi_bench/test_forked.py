@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import threading
+import warnings
 
 import msgspec
 import numpy as np
@@ -180,6 +181,25 @@ def test_a_failure_in_this_process_stops_the_workers(small_pieces):
         forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"), split_by_process(fails, columns))
     assert isinstance(failure.value.__cause__, ValueError)
     assert no_worker_left() and data == before
+
+
+def test_the_fork_warning_of_python_3_12_does_not_strand_a_worker(small_pieces, monkeypatch):
+    """CPython 3.12+ warns after fork when native threads (OpenBLAS's) exist; as an error it must not escape."""
+    real_fork = os.fork
+
+    def warning_fork() -> int:
+        pid = real_fork()
+        if pid:
+            warnings.warn(f"This process (pid={os.getpid()}) is multi-threaded, use of fork() may lead to "
+                          "deadlocks in the child.", DeprecationWarning, stacklevel=2)
+        return pid
+
+    monkeypatch.setattr(os, "fork", warning_fork)
+    data = bytearray(json.dumps(items(40)).encode())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        names, _ = forked.decode_in_pieces(data, forked.list_cuts(data, 3, b"file_name"), columns)
+    assert names == columns(data)[0] and no_worker_left()
 
 
 def test_no_fork_while_another_thread_runs():
