@@ -108,6 +108,21 @@ def _boxes(items: list[_Box]) -> tuple[np.ndarray, np.ndarray]:
     return boxes, labels
 
 
+def _columns_of(records: list, boxes_field: str, hois_field: str) -> tuple:
+    """``(boxes, labels, box_offsets, hoi_items, hoi_offsets, hois)`` of decoded records (prediction entries or GT
+    records): every image's boxes and HOIs concatenated, the HOIs' (subject, object, verb) as an M×3 array and
+    the HOI records themselves for their remaining field."""
+    box_items = list(chain.from_iterable(map(attrgetter(boxes_field), records)))
+    hoi_items = list(chain.from_iterable(map(attrgetter(hois_field), records)))
+    box_offsets = _offsets(len(getattr(r, boxes_field)) for r in records)
+    hoi_offsets = _offsets(len(getattr(r, hois_field)) for r in records)
+    boxes, labels = _boxes(box_items)
+    del box_items
+    fields = attrgetter("subject_id", "object_id", "category_id")
+    hois = np.fromiter(chain.from_iterable(map(fields, hoi_items)), np.int64, 3 * len(hoi_items)).reshape(-1, 3)
+    return boxes, labels, box_offsets, hoi_items, hoi_offsets, hois
+
+
 def _offsets(lengths) -> np.ndarray:
     counts = np.fromiter(lengths, np.int64)
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -135,20 +150,13 @@ def _decode_predictions(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
         names = [e.file_name for e in entries]
         if not all(names):
             raise _Invalid
-        box_items = list(chain.from_iterable(map(attrgetter("predictions"), entries)))
-        hoi_items = list(chain.from_iterable(map(attrgetter("hoi_prediction"), entries)))
-        box_offsets = _offsets(len(e.predictions) for e in entries)
-        hoi_offsets = _offsets(len(e.hoi_prediction) for e in entries)
+        boxes, labels, box_offsets, hoi_items, hoi_offsets, hois = _columns_of(entries, "predictions",
+                                                                               "hoi_prediction")
         del entries
-        boxes, labels = _boxes(box_items)
-        del box_items
-        fields = attrgetter("subject_id", "object_id", "category_id")
-        hois = np.fromiter(chain.from_iterable(map(fields, hoi_items)), np.int64, 3 * len(hoi_items))
         scores = np.fromiter(map(attrgetter("score"), hoi_items), np.float64, len(hoi_items))
         del hoi_items
     except (msgspec.DecodeError, OverflowError) as error:
         raise _Invalid from error
-    hois = hois.reshape(-1, 3)
     verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
     _check_indices(hois, box_offsets, hoi_offsets, no_object=dataset == "vcoco")
     if not verbs.contains(hois[:, 2]).all() or not within_float32(scores):
@@ -169,21 +177,14 @@ def _decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
         names = [r.file_name for r in records]
         if not all(names) or len(set(names)) != len(names):
             raise _Invalid
-        box_items = list(chain.from_iterable(map(attrgetter("annotations"), records)))
-        hoi_items = list(chain.from_iterable(map(attrgetter("hoi_annotation"), records)))
-        box_offsets = _offsets(len(r.annotations) for r in records)
-        hoi_offsets = _offsets(len(r.hoi_annotation) for r in records)
+        boxes, labels, box_offsets, hoi_items, hoi_offsets, hois = _columns_of(records, "annotations",
+                                                                               "hoi_annotation")
         del records
-        boxes, labels = _boxes(box_items)
-        del box_items
-        fields = attrgetter("subject_id", "object_id", "category_id")
-        hois = np.fromiter(chain.from_iterable(map(fields, hoi_items)), np.int64, 3 * len(hoi_items))
         hoi_ids = np.fromiter((-1 if h.hoi_category_id is None else h.hoi_category_id for h in hoi_items),
                               np.int64, len(hoi_items))
         del hoi_items
     except (msgspec.DecodeError, OverflowError) as error:
         raise _Invalid from error
-    hois = hois.reshape(-1, 3)
     if not ((boxes[:, 0] <= boxes[:, 2]) & (boxes[:, 1] <= boxes[:, 3])).all():
         raise _Invalid
     _check_indices(hois, box_offsets, hoi_offsets, no_object=dataset == "vcoco")
