@@ -138,13 +138,9 @@ def _check_indices(
         raise _Invalid
 
 
+@gc_paused()
 def decode_predictions(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
     """File names (entry order) and the entries as one ``HoiSet``; raises ``_Invalid`` on any problem."""
-    with gc_paused():
-        return _decode_predictions(data, dataset)
-
-
-def _decode_predictions(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
     try:
         entries = _PREDICTIONS.decode(data)
         names = [e.file_name for e in entries]
@@ -164,14 +160,10 @@ def _decode_predictions(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
     return names, HoiSet(boxes, labels, box_offsets, hois, hoi_offsets, scores, what="predictions")
 
 
+@gc_paused()
 def decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
     """File names and GT of an annotation file as a ``HoiSet``; raises ``_Invalid`` on any problem, including
     an image listed twice."""
-    with gc_paused():
-        return _decode_references(data, dataset)
-
-
-def _decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
     try:
         records = _REFERENCES.decode(data)
         names = [r.file_name for r in records]
