@@ -56,7 +56,9 @@ if TYPE_CHECKING:  # torch is imported when a run starts, so building the `hoi-b
 MIXED_PRECISION = ("no", "fp16", "bf16")
 #: transformers.get_scheduler names that need nothing but the warm-up and total steps
 LR_SCHEDULERS = ("cosine", "linear", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
-                 "inverse_sqrt")
+                 "inverse_sqrt", "step")
+#: the ``step`` schedule's factor at each drop (``torch.optim.lr_scheduler.StepLR``'s default gamma, QPIC's)
+STEP_GAMMA = 0.1
 #: --report-to choices → the package each tracker needs (accelerate's tracker names)
 TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio", "mlflow": "mlflow"}
 REPORT_TO = ("none", *TRACKER_PACKAGES, "all")
@@ -83,8 +85,11 @@ class TrainingConfig:
     learning_rate: float = field(default=1e-4, metadata=_flag("peak learning rate (AdamW)"))
     weight_decay: float = field(default=1e-4, metadata=_flag("AdamW weight decay"))
     lr_scheduler_type: str = field(default="cosine", metadata=_flag(
-        "transformers.get_scheduler schedule over --max-steps (cosine: decay to 0 after the warm-up)",
-        choices=LR_SCHEDULERS))
+        "transformers.get_scheduler schedule over --max-steps (cosine: decay to 0 after the warm-up), or step: "
+        "the learning rate x0.1 every --lr-drop-steps (DETR/QPIC's StepLR)", choices=LR_SCHEDULERS))
+    lr_drop_steps: int | None = field(default=None, metadata=_flag(
+        "with --lr-scheduler-type step: steps between two x0.1 drops (QPIC's --lr_drop, counted in optimizer "
+        "steps; default: 2/3 of --max-steps, QPIC's 100 of 150 epochs)"))
     warmup_steps: int = field(default=0, metadata=_flag("linear warm-up steps of the schedule"))
     max_grad_norm: float = field(default=1.0, metadata=_flag("gradient clipping norm (0 disables clipping)"))
     gradient_accumulation_steps: int = field(default=1, metadata=_flag("micro-batches per optimizer update"))
@@ -133,6 +138,8 @@ class TrainingConfig:
                                      ("metric mode", self.metric_mode, METRIC_MODES)):
             if value not in allowed:
                 raise ConfigError(what, value, allowed)
+        if self.lr_drop_steps is not None and self.lr_drop_steps < 1:
+            raise HoiBenchError(f"--lr-drop-steps must be >= 1, got {self.lr_drop_steps}")
         for name in ("max_steps", "warmup_steps", "overfit_batches", "num_workers", "eval_steps"):
             if getattr(self, name) < 0:
                 raise HoiBenchError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
@@ -219,8 +226,14 @@ def load_split(args: argparse.Namespace, split: str, *, streaming: bool = False)
     """``load_dataset(args.data, args.config, split=split)`` (streaming if asked), with ``args.cache_dir``."""
     from datasets import load_dataset
 
-    return load_dataset(str(args.data), args.config, split=split, streaming=streaming,
-                        cache_dir=None if args.cache_dir is None else str(args.cache_dir))
+    try:
+        return load_dataset(str(args.data), args.config, split=split, streaming=streaming,
+                            cache_dir=None if args.cache_dir is None else str(args.cache_dir))
+    except ValueError as error:
+        if "BuilderConfig" not in str(error) and "Unknown split" not in str(error):
+            raise
+        raise HoiBenchError(f"--data {args.data}: no split {split!r} of config {args.config!r} there; is it a "
+                            f"folder written by `hoi-bench build` for this benchmark? ({error})") from error
 
 
 def config_from_args(args: argparse.Namespace, **extra: Any) -> TrainingConfig:
@@ -263,9 +276,21 @@ class Baseline(abc.ABC):
     def collate(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
         """Stack transformed rows into one batch (tensors, plus any per-row metadata as lists)."""
 
-    def loss(self, model: nn.Module, batch: dict[str, Any]) -> torch.Tensor:
-        """The training loss of one batch (only called when :meth:`train_dataset` returns data)."""
+    def loss(self, model: nn.Module, batch: dict[str, Any]) -> torch.Tensor | dict[str, torch.Tensor]:
+        """The training loss of one batch (only called when :meth:`train_dataset` returns data): a tensor, or
+        a dict whose ``loss`` is backpropagated and whose other entries (e.g. ``loss_obj_ce``) are averaged
+        like it and logged as ``train/<name>``."""
         raise NotImplementedError(f"{type(self).__name__} has no training loss")
+
+    def parameter_groups(self, model: nn.Module, learning_rate: float) -> list[dict[str, Any]]:
+        """The optimizer's parameter groups (default: every trainable parameter at ``learning_rate``);
+        override to give parts of the model their own learning rate (DETR's backbone)."""
+        return [{"params": [p for p in model.parameters() if p.requires_grad], "lr": learning_rate}]
+
+    def load_pretrained(self, model: nn.Module, source: str) -> nn.Module:
+        """``--init-from``: by default the built model's class loaded strictly from a model folder or Hub id
+        written by a run; override to start from other checkpoints (QPIC's DETR initialisation)."""
+        return _load_pretrained(self, model, source)
 
     @abc.abstractmethod
     def predict(self, model: nn.Module, batch: dict[str, Any]) -> list[dict[str, Any]]:
@@ -629,7 +654,7 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
         run.eval_data = baseline.eval_datasets()
         model = baseline.build_model()
         if config.init_from is not None:
-            model = _load_pretrained(baseline, model, config.init_from)
+            model = baseline.load_pretrained(model, config.init_from)
     trainable = any(p.requires_grad for p in model.parameters())
     trains = train_data is not None and config.max_steps > 0 and trainable
 
@@ -738,13 +763,12 @@ def _train(run: _Run, model, train_data, checkpoint, progress: _Progress, split_
                             sampler=sampler, collate_fn=baseline.collate, num_workers=config.num_workers,
                             drop_last=len(train_data) >= config.batch_size * accelerator.num_processes)
         epoch_setters = (sampler,)
+    if hasattr(baseline, "set_epoch"):  # a baseline whose augmentation draws from (seed, epoch, row)
+        epoch_setters += (baseline,)
 
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.learning_rate,
-                                  weight_decay=config.weight_decay)
-    # accelerate steps a prepared scheduler once per process per update, hence the num_processes factor
-    scheduler = get_scheduler(config.lr_scheduler_type, optimizer,
-                              num_warmup_steps=config.warmup_steps * accelerator.num_processes,
-                              num_training_steps=config.max_steps * accelerator.num_processes)
+    optimizer = torch.optim.AdamW(baseline.parameter_groups(model, config.learning_rate),
+                                  lr=config.learning_rate, weight_decay=config.weight_decay)
+    scheduler = _scheduler(config, optimizer, accelerator.num_processes, get_scheduler)
     if streaming:
         # split_dataset_by_node already gave each process its own rows; accelerate must not shard them again
         model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
@@ -759,6 +783,7 @@ def _train(run: _Run, model, train_data, checkpoint, progress: _Progress, split_
     bar = tqdm(total=config.max_steps, initial=progress.step, desc=f"train {baseline.name}",
                disable=not (accelerator.is_local_main_process and is_progress_bar_enabled()))
     running = torch.zeros(2, device=accelerator.device)
+    terms: dict[str, torch.Tensor] = {}
     model.train()
     for epoch, position, batch in _cycle_batches(loader, accelerator, progress, batches_per_epoch,
                                                   epoch_setters):
@@ -769,6 +794,11 @@ def _train(run: _Run, model, train_data, checkpoint, progress: _Progress, split_
         with accelerator.accumulate(model):
             with accelerator.autocast():
                 loss = baseline.loss(model, batch)
+            if isinstance(loss, dict):
+                for name, value in loss.items():
+                    if name != "loss":
+                        terms[name] = terms.get(name, 0) + value.detach().float()
+                loss = loss["loss"]
             accelerator.backward(loss)
             if accelerator.sync_gradients and config.max_grad_norm > 0:
                 accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
@@ -786,14 +816,18 @@ def _train(run: _Run, model, train_data, checkpoint, progress: _Progress, split_
         bar.update(1)
         last = progress.step >= config.max_steps
         if progress.step % config.log_every == 0 or last or progress.step == 1:
-            total, count = accelerator.reduce(running, reduction="sum").tolist()
+            names = sorted(terms)
+            sums = torch.cat([running, torch.stack([terms[name] for name in names])]) if names else running
+            total, count, *term_sums = accelerator.reduce(sums, reduction="sum").tolist()
             entry = {"step": progress.step, "epoch": progress.epoch, "loss": total / max(count, 1),
                      "learning_rate": scheduler.get_last_lr()[0]}
+            entry.update({name: value / max(count, 1) for name, value in zip(names, term_sums)})
             run.history.append(entry)
-            accelerator.log({"train/loss": entry["loss"], "train/learning_rate": entry["learning_rate"],
-                             "train/epoch": entry["epoch"]}, step=progress.step)
+            accelerator.log({f"train/{key}": value for key, value in entry.items() if key != "step"},
+                            step=progress.step)
             bar.set_postfix(loss=f"{entry['loss']:.4f}")
             running.zero_()
+            terms.clear()
             run.write_log()
         if config.eval_steps and progress.step % config.eval_steps == 0 and not last and run.eval_data:
             _evaluate_during_training(run, model, progress)
@@ -802,6 +836,21 @@ def _train(run: _Run, model, train_data, checkpoint, progress: _Progress, split_
     bar.close()
     accelerator.wait_for_everyone()
     return model
+
+
+def _scheduler(config: TrainingConfig, optimizer, processes: int, get_scheduler):
+    """The learning-rate schedule of ``--lr-scheduler-type``. accelerate steps a prepared scheduler once per
+    process per update, hence the ``processes`` factor on every step count."""
+    if config.lr_scheduler_type != "step":
+        return get_scheduler(config.lr_scheduler_type, optimizer,
+                             num_warmup_steps=config.warmup_steps * processes,
+                             num_training_steps=config.max_steps * processes)
+    from torch.optim.lr_scheduler import LambdaLR
+
+    drop = (config.lr_drop_steps or max(1, (2 * config.max_steps) // 3)) * processes
+    warmup = config.warmup_steps * processes
+    return LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup if warmup else 1.0)
+                    * STEP_GAMMA ** (step // drop))
 
 
 def _evaluate_during_training(run: _Run, model, progress: _Progress) -> None:

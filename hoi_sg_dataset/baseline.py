@@ -8,6 +8,8 @@ package's ``hoi_map`` (HICO-DET configs) or ``vcoco_map`` (V-COCO configs).
   training HOIs whose object has the pair's object class. On an SG split every test (object, verb) combination
   is absent from training, so this prior scores the right verb 0 and its mAP is near zero — the point of the
   SG splits (Kumar et al.).
+- ``--model detr``: the QPIC-style detector of ``hoi_bench.detection`` (``hoi_sg_dataset.detector``): it finds
+  the boxes itself, as the models the SG paper reports do, and is trained with QPIC's recipe by default.
 - ``--model pair`` (default): backbone features of the human, object and union crops plus the pair's box
   geometry → verb logits (sigmoid, multi-label; unannotated pairs have no verb). It never sees the object
   class (unless ``--object-labels``), so what it learns about a verb can carry over to unseen combinations.
@@ -35,7 +37,12 @@ from hoi_bench.files import write_json_atomic
 from hoi_bench.pair_baseline import PairBaseline, add_pair_arguments, pair_crops_or_blank, subsample_pairs
 from hoi_bench.training import BaselineScript, add_baseline_arguments, backbone_from_args, load_split
 
-MODELS = {"pair": "pair classifier on GT boxes (trained)", "object-prior": "the object prior (no training)"}
+MODELS = {"pair": "pair classifier on GT boxes (trained)", "object-prior": "the object prior (no training)",
+          "detr": "QPIC-style HOI detector on DETR (detects boxes and verbs; QPIC's recipe as defaults)"}
+#: training flags whose default depends on --model (None on the command line means "this model's default")
+MODEL_TRAINING_DEFAULTS = {"pair": {"batch_size": 16, "eval_batch_size": 16, "max_grad_norm": 1.0,
+                                    "lr_scheduler_type": "cosine", "weight_decay": 1e-4}}
+MODEL_TRAINING_DEFAULTS["object-prior"] = MODEL_TRAINING_DEFAULTS["pair"]
 CONFIGS = tuple(f"{d}_split{n}" for d in ("hico", "vcoco") for n in (1, 2, 3)) + ("hico", "vcoco")
 PERSON_RAW_ID = 1
 
@@ -227,18 +234,30 @@ def score_prediction_file(path: Path, references: list, dataset: str) -> dict[st
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """The baselines' flags: data, backbone, training loop, and the HOI model."""
-    add_baseline_arguments(parser, config="hico_split1", configs=CONFIGS,
-                           max_steps=20000, batch_size=16, eval_batch_size=16, learning_rate=1e-4)
+    """The baselines' flags: data, backbone, training loop, the HOI model and the detector."""
+    from hoi_sg_dataset.detector import add_detector_arguments
+
+    add_baseline_arguments(parser, config="hico_split1", configs=CONFIGS, max_steps=20000,
+                           learning_rate=1e-4, **{name: None for name in MODEL_TRAINING_DEFAULTS["pair"]})
     group = add_pair_arguments(parser, "HOI model", unit="image", max_pairs=32, models=MODELS)
     group.add_argument("--object-labels", action="store_true",
                        help="also feed the object class to the pair classifier (it can then learn the prior)")
     group.add_argument("--max-hois-per-image", type=int, default=100,
                        help="best-scored (pair, verb) predictions written per image (QPIC keeps 100)")
     group.add_argument("--eval-splits", nargs="*", default=["test"], help="splits to predict on")
+    add_detector_arguments(parser)
 
 
-SCRIPT = BaselineScript("hoi_sg_dataset.baseline", __doc__, configure_parser, HoiPairBaseline)
+def make_baseline(args: argparse.Namespace):
+    """The baseline ``--model`` names, after filling the training flags left to the model's defaults (QPIC's
+    recipe for ``detr``: batch 2, AdamW at 1e-4 with weight decay 1e-4, clipping 0.1, step decay)."""
+    from hoi_sg_dataset.detector import QPIC_TRAINING, HoiDetrBaseline, apply_model_defaults
+
+    apply_model_defaults(args, QPIC_TRAINING if args.model == "detr" else MODEL_TRAINING_DEFAULTS[args.model])
+    return HoiDetrBaseline(args) if args.model == "detr" else HoiPairBaseline(args)
+
+
+SCRIPT = BaselineScript("hoi_sg_dataset.baseline", __doc__, configure_parser, make_baseline)
 run, train, parse_args, main = SCRIPT.run, SCRIPT.train, SCRIPT.parse_args, SCRIPT.main
 
 

@@ -35,7 +35,7 @@ def load_detr_detector(source: str):
     if config.model_type != "detr" or "DetrForObjectDetection" not in (config.architectures or []):
         raise HoiBenchError(f"--init-from {source}: expected a DetrForObjectDetection checkpoint, found "
                             f"model_type {config.model_type!r}, architectures {config.architectures}")
-    if config.use_timm_backbone:
+    if getattr(config.backbone_config, "model_type", None) == "timm_backbone":
         raise HoiBenchError(f"--init-from {source}: this checkpoint needs timm (use_timm_backbone); use a "
                             f"'{NO_TIMM_REVISION}' revision or a folder saved with a transformers ResNet backbone")
     try:

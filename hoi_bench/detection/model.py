@@ -51,6 +51,7 @@ class HoiDetector(HubModule):
         super().__init__()
         config = DetrConfig.from_dict({**detr_config, "auxiliary_loss": aux_loss})
         self.detr = DetrModel(config)
+        freeze_like_detr(self)
         hidden = config.d_model
         self.num_queries = config.num_queries
         self.num_obj_classes = num_obj_classes
@@ -78,26 +79,65 @@ class HoiDetector(HubModule):
         return out
 
 
+def freeze_like_detr(model: HoiDetector, *, train_all: bool = False) -> None:
+    """DETR's backbone training rule: the stem and the first ResNet stage frozen, the later stages trained
+    (facebookresearch/detr ``models/backbone.py``; QPIC keeps it). ``transformers`` means to do the same for
+    its own ResNet but tests the names ``stage.1``..``stage.3``, which its ResNet's ``encoder.stages.N`` never
+    contain, so every backbone weight would stay frozen. ``train_all``: train the whole backbone (a random
+    one, as ``tiny-random``'s, has nothing to keep)."""
+    for name, parameter in model.detr.backbone.model.named_parameters():
+        later_stage = any(f"stages.{stage}." in name for stage in (1, 2, 3))
+        parameter.requires_grad_(train_all or later_stage)
+
+
 def detr_config(backbone: str, *, num_queries: int = 100, hidden_dim: int | None = None,
                 enc_layers: int | None = None, dec_layers: int | None = None, nheads: int | None = None,
                 dim_feedforward: int | None = None, dropout: float = 0.1) -> dict:
     """The ``DetrConfig`` dict of a DETR body on ``backbone``: ``tiny-random`` (small random ResNet, 2 + 2
-    transformer layers, no download) or a ``transformers`` ResNet checkpoint (e.g. ``microsoft/resnet-50``,
-    loaded with its ImageNet weights when the model is first built). ``None`` keeps DETR's own values
-    (QPIC's: d 256, 6 + 6 layers, 8 heads, FFN 2048) or the tiny ones."""
-    from transformers import DetrConfig, ResNetConfig
+    transformer layers, no download) or a ``transformers`` ResNet checkpoint (e.g. ``microsoft/resnet-50``;
+    its weights are copied in by :func:`load_backbone_weights`). ``None`` keeps DETR's own values (QPIC's: d 256,
+    6 + 6 layers, 8 heads, FFN 2048) or the tiny ones."""
+    from transformers import AutoConfig, DetrConfig, ResNetConfig
 
     from hoi_bench.backbones import TINY_RANDOM
+    from hoi_bench.errors import HoiBenchError
 
     if backbone == TINY_RANDOM:
         sizes = dict(TINY_DETR)
-        options = {"backbone_config": ResNetConfig(**TINY_RESNET).to_dict(), "use_pretrained_backbone": False}
+        backbone_config = ResNetConfig(**TINY_RESNET)
     else:
         sizes = {}
-        options = {"backbone": backbone, "use_pretrained_backbone": True}
+        try:
+            backbone_config = AutoConfig.from_pretrained(backbone)
+        except (OSError, ValueError) as error:
+            raise HoiBenchError(f"--backbone {backbone}: cannot read its config ({error})") from error
+        if backbone_config.model_type != "resnet":
+            raise HoiBenchError(f"--backbone {backbone}: the detector's body takes a ResNet (DETR's), found "
+                                f"model_type {backbone_config.model_type!r}")
+        backbone_config.out_features = [backbone_config.stage_names[-1]]
+        backbone_config.out_indices = [len(backbone_config.stage_names) - 1]
     chosen = {"d_model": hidden_dim, "encoder_layers": enc_layers, "decoder_layers": dec_layers,
               "encoder_attention_heads": nheads, "decoder_attention_heads": nheads,
               "encoder_ffn_dim": dim_feedforward, "decoder_ffn_dim": dim_feedforward}
     sizes.update({key: value for key, value in chosen.items() if value is not None})
-    config = DetrConfig(use_timm_backbone=False, num_queries=num_queries, dropout=dropout, **options, **sizes)
+    config = DetrConfig(backbone_config=backbone_config, num_queries=num_queries, dropout=dropout, **sizes)
     return config.to_dict()
+
+
+def load_backbone_weights(model: HoiDetector, backbone: str) -> None:
+    """Copy a ResNet checkpoint's ImageNet weights into the detector's backbone (DETR's starting point when it
+    does not start from DETR itself). Every weight of the backbone must be found."""
+    from transformers import AutoBackbone
+
+    from hoi_bench.errors import HoiBenchError
+
+    target = model.detr.backbone.model
+    try:
+        source = AutoBackbone.from_pretrained(backbone, out_features=list(target.config.out_features))
+    except (OSError, ValueError) as error:
+        raise HoiBenchError(f"--backbone {backbone}: cannot load its weights ({error})") from error
+    weights = {name: value for name, value in source.state_dict().items() if not name.endswith("num_batches_tracked")}
+    missing, unexpected = target.load_state_dict(weights, strict=False)
+    if missing or unexpected:
+        raise HoiBenchError(f"--backbone {backbone}: its weights do not fit the detector's backbone (missing "
+                            f"{missing[:3]}, unexpected {unexpected[:3]})")
