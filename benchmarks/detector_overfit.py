@@ -36,6 +36,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--target", type=float, default=0.9)
     parser.add_argument("--num-queries", type=int, default=16)
     parser.add_argument("--learning-rate", type=float, default=5e-4)
+    parser.add_argument("--lr-backbone", type=float, help="default: --learning-rate (the tiny backbone is random)")
+    parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (the laptop's cores)")
     parser.add_argument("--seed", type=int, default=0)
@@ -59,7 +61,8 @@ def baseline_args(hub: Path, work: Path, options: argparse.Namespace) -> argpars
     args = baseline_parse(["--model", "detr", "--data", str(hub), "--config", "hico_split1",
                            "--backbone", "tiny-random", "--output-dir", str(work / "run"),
                            "--cache-dir", str(work / "cache"), "--num-queries", str(options.num_queries),
-                           "--no-augment", "--seed", str(options.seed)])
+                           "--no-augment", "--seed", str(options.seed), "--dropout", str(options.dropout),
+                           "--lr-backbone", str(options.lr_backbone or options.learning_rate)])
     return make_baseline(args)
 
 

@@ -14,6 +14,7 @@ from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred
 BENCHMARK = "hoi_sg"
 TRAIN_HELP = "train and evaluate the object-prior and pair-classifier baselines"
 TRAIN_DEMO_NAME = "hoi_sg: object prior vs. a pair classifier trained a few steps (tracked), scored with hoi_map"
+DETECTOR_DEMO_NAME = "hoi_sg: the QPIC-style detector (tiny DETR) trained a few steps, scored with hoi_map"
 
 
 def register(registry: Registry) -> None:
@@ -51,6 +52,7 @@ def register(registry: Registry) -> None:
                                  deferred("hoi_sg_dataset.baseline:configure_parser"),
                                  deferred("hoi_sg_dataset.baseline:train")))
     registry.add_demo_step(DemoStep(TRAIN_DEMO_NAME, 50, deferred("hoi_sg_dataset.baseline:demo")))
+    registry.add_demo_step(DemoStep(DETECTOR_DEMO_NAME, 54, deferred("hoi_sg_dataset.detector:demo")))
 
 
 def _configure_build(parser: argparse.ArgumentParser) -> None:
