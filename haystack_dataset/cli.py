@@ -197,12 +197,8 @@ def _configure_convert(parser: argparse.ArgumentParser) -> None:
 
 def _run_convert(args: argparse.Namespace) -> int:
     from haystack_dataset.predictions import read_recall_predictions, write_recall_predictions
-    from hoi_bench.errors import FormatError
     from hoi_bench.forked import worker_count
 
-    if args.out.resolve() == args.predictions.resolve():
-        raise FormatError(str(args.out), "the output would replace the input", field="--out",
-                          expected="another path than --predictions", found=str(args.out))
     predictions = read_recall_predictions(args.predictions, workers=worker_count(args.num_proc))
     out = write_recall_predictions(args.out, predictions)
     pairs = sum(len(p.pairs) for p in predictions)

@@ -15,7 +15,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -228,6 +228,36 @@ def check_output_file(path: str | os.PathLike, what: str = "output file") -> Pat
     os.close(handle)
     Path(probe).unlink(missing_ok=True)
     return path
+
+
+def refuse_overwriting_inputs(outputs: Mapping[str, str | os.PathLike | None],
+                              inputs: Mapping[str, Any]) -> None:
+    """Refuse, before any work, an output file that is one of the command's own input files.
+
+    ``outputs`` and ``inputs`` map the names shown in the message (``"--output"``, ``"--predictions"``) to a path,
+    ``None``, or (inputs) a list of paths; anything else among the inputs (a number, a keyframe key) is skipped.
+    Files are compared as the file system sees them (``os.path.samefile``: links, ``..`` and hard links
+    included), so ``--output DETS.json`` onto ``--detections ./x/../DETS.json`` is caught. An output that does not
+    exist yet replaces nothing and passes; an input folder is not looked into. Raises ``OutputPathError`` naming
+    both options and the path, so writing the result never destroys the file it was computed from.
+
+    >>> import tempfile; folder = Path(tempfile.mkdtemp()); (folder / "dets.json").write_text("[]")
+    2
+    >>> refuse_overwriting_inputs({"--output": folder / "result.json"}, {"--detections": folder / "dets.json"})
+    >>> refuse_overwriting_inputs({"--output": folder / "dets.json"}, {"--vsrl": [folder / "dets.json"]})
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    hoi_bench.errors.OutputPathError: --output '.../dets.json': is also the input --vsrl ...
+    """
+    for output_name, output in outputs.items():
+        if not isinstance(output, (str, os.PathLike)) or not os.path.isfile(output):
+            continue
+        for input_name, given in inputs.items():
+            for path in given if isinstance(given, (list, tuple)) else [given]:
+                if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) and os.path.samefile(output, path):
+                    raise OutputPathError(output, output_name, f"is also the input {input_name} {str(path)!r}; "
+                                          "writing it would replace that input",
+                                          expected="a path other than every input file of the command")
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes, what: str = "output file") -> Path:
