@@ -143,16 +143,10 @@ def _dataset_of(path: Path) -> str:
     from hoi_bench.files import read_bytes
 
     if path.suffix == ".npz":
-        import zipfile
+        from hoi_bench.archives import read_npz_members
 
-        import numpy as np
-
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                names = archive["file_names"][:1].tolist() if "file_names" in archive.files else []
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError):
-            names = []  # the reader names the problem
-        first = str(names[0]) if names else ""
+        names = read_npz_members(path, ["file_names"], what="HOI prediction NPZ").get("file_names")
+        first = str(names.reshape(-1)[0]) if names is not None and names.size else ""
     else:
         match = re.search(rb'"file_name"\s*:\s*"([^"]*)"', read_bytes(path, "prediction file")[:100_000])
         first = match.group(1).decode() if match else ""
