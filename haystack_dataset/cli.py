@@ -211,15 +211,17 @@ def _run_convert(args: argparse.Namespace) -> int:
 
 def _configure_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", type=Path, required=True, help="JSON written by `hoi-bench evaluate haystack`")
-    parser.add_argument("--out", type=Path, required=True, help="PNG to write")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="chart to write; the extension picks the format (.png, .pdf, .svg, ...)")
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    from haystack_dataset.plots import plot_predicate_metrics
+    from haystack_dataset.plots import check_chart_path, plot_predicate_metrics
     from hoi_bench.files import read_json
 
+    check_chart_path(args.out)
     report = read_json(args.metrics, what="metrics JSON")
-    print(f"wrote {plot_predicate_metrics(report, args.out)}")
+    print(f"wrote {plot_predicate_metrics(report, args.out, file=args.metrics)}")
     return 0
 
 

@@ -32,7 +32,7 @@ def image_size(path: str | os.PathLike, *, record: int | str | None = None) -> t
     path = Path(path)
     _check_file_size(path, record)
     try:
-        with _open_checked(path, path, record) as image:
+        with open_checked(path, path, record) as image:
             return image.size
     except (OSError, SyntaxError) as error:
         raise FormatError(str(path), f"not a readable image: {error}", record=record) from error
@@ -64,7 +64,7 @@ def check_image_bytes(data: bytes, file: str | os.PathLike, *, record: int | str
     hoi_bench.errors.FormatError: notes.jpg: not an image file (first bytes b'hello') (expected a JPEG, PNG or ...)
     """
     try:
-        with _open_checked(io.BytesIO(data), file, record) as image:
+        with open_checked(io.BytesIO(data), file, record) as image:
             size = image.size
             image.draft(image.mode, (max(1, size[0] // 8), max(1, size[1] // 8)))
             image.load()
@@ -75,8 +75,13 @@ def check_image_bytes(data: bytes, file: str | os.PathLike, *, record: int | str
 
 
 @contextlib.contextmanager
-def _open_checked(source: Path | io.BytesIO, file, record) -> Iterator[Image.Image]:
-    """``Image.open(source)`` with the pixel limit checked from the header; not-an-image as ``FormatError``."""
+def open_checked(source: str | os.PathLike | io.BytesIO, file: str | os.PathLike,
+                 record: int | str | None = None) -> Iterator[Image.Image]:
+    """``Image.open(source)`` with the pixel limit checked from the header; not-an-image as ``FormatError``.
+
+    For readers that decode the pixels themselves (a panoptic PNG read as a segment-id map): a file past
+    :data:`MAX_IMAGE_PIXELS` is refused before any pixel is decoded. ``file`` and ``record`` name it in errors.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own, lower limit applies below
         try:
@@ -84,7 +89,7 @@ def _open_checked(source: Path | io.BytesIO, file, record) -> Iterator[Image.Ima
         except Image.DecompressionBombError as error:
             raise _too_large(file, record, "more than twice Pillow's limit") from error
         except Image.UnidentifiedImageError as error:
-            head = source.getvalue()[:8] if isinstance(source, io.BytesIO) else _head(source)
+            head = source.getvalue()[:8] if isinstance(source, io.BytesIO) else _head(Path(source))
             raise FormatError(str(file), f"not an image file (first bytes {head!r})", record=record,
                               expected="a JPEG, PNG or other image Pillow reads") from error
     with image:
