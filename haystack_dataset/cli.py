@@ -139,6 +139,11 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", HaystackInputWarning)  # the report lists them; printed below
         report = haystack_scores(annotation, rows, rank_mode=args.rank_mode, min_positives=args.min_positives,
                                  file=str(args.predictions))
+    if not report["per_predicate"]:
+        from hoi_bench.errors import DataError
+
+        raise DataError(f"{args.annotations}: nothing to score: no predicate has {args.min_positives} or more "
+                        f"positive relations ({len(annotation.images)} images; every metric would be n/a)")
     print(haystack_table(report))
     if args.output:
         write_json_atomic(args.output, report)

@@ -8,7 +8,7 @@ from pathlib import Path
 from hoi_bench.errors import DataError
 from hoi_bench.files import resolve_inside, write_bytes_atomic, write_json_atomic
 from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred, non_negative_int, positive_int
-from hoi_bench.report import format_table
+from hoi_bench.report import all_undefined, format_table
 
 BENCHMARK = "sportshhi"
 TRAIN_HELP = "train and evaluate the HHICls pair-classifier baseline"
@@ -108,6 +108,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     predictions = formats.read_prediction_csv(args.predictions, actions)
     result = score_tables(annotations, predictions, iou_threshold=args.iou_threshold, official=args.official)
     settings = result["settings"]
+    if all_undefined([result["mAP"], *(result[f"recall@{k}"] for k in settings["ks"])]):
+        found = f"{len(annotations)} GT interactions, none of an evaluated class" if len(annotations) else "no rows"
+        raise DataError(f"{args.references}: nothing to score: no GT interaction of an evaluated class ({found}; "
+                        "every metric would be n/a)")
     print(f"SportsHHI: {len(predictions):,} predictions against {len(annotations):,} GT interactions "
           f"({'official' if settings['official'] else 'paper'} counting, IoU >= {settings['iou_threshold']})")
     rows = [["mAP", result["mAP"]]] + [[f"recall@{k}", result[f"recall@{k}"]] for k in settings["ks"]]
