@@ -62,6 +62,9 @@ def read_npz_members(path: str | os.PathLike, names: Iterable[str] | None = None
             if inflated > limit:
                 raise too_large_error(path, what, limit, f"members of {inflated} bytes in all")
             return {info.filename[:-4]: _read_member(archive, info, path, written_by) for info in members}
+    except MemoryError as error:  # within the limits, but more than this machine has free
+        raise FormatError(str(path), f"{what} does not fit in memory", expected="arrays this machine can hold",
+                          found=f"{inflated} bytes of arrays") from error
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
         if isinstance(error, FormatError):
             raise

@@ -225,3 +225,14 @@ def test_a_mat_element_inflating_past_its_declared_size_is_refused(tmp_path):
     with pytest.raises(FormatError, match="inflates past the size its tag declares"):
         archives.check_mat_inflated_size(mat_bomb(tmp_path / "lie.mat", 4 * MIB, declared=1024))
     archives.check_mat_inflated_size(mat_bomb(tmp_path / "honest.mat", 4 * MIB))
+
+
+def test_arrays_within_the_limits_that_do_not_fit_in_memory_are_one_error(tmp_path, monkeypatch):
+    np.savez(tmp_path / "x.npz", boxes=np.zeros((4, 4)))
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(archives.np, "empty", no_memory)
+    with pytest.raises(FormatError, match="does not fit in memory"):
+        archives.read_npz_members(tmp_path / "x.npz")
