@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
+from numbers import Integral
 from pathlib import Path
 
 import datasets
@@ -292,6 +293,10 @@ class FramePlan:
     """
 
     def __init__(self, root: Path, clip_len: int, frame_interval: int) -> None:
+        for name, value, least in (("clip_len", clip_len, 0), ("frame_interval", frame_interval, 1)):
+            if not isinstance(value, Integral) or value < least:  # datasets sets fields without __post_init__
+                raise FormatError(None, "invalid SportsHHI config", field=name, expected=f"an integer >= {least}",
+                                  found=value)
         self.root = root
         self.clip_len = clip_len
         self.frame_interval = frame_interval

@@ -78,3 +78,14 @@ def test_a_symlink_inside_the_release_still_builds(release, tmp_path):
     shutil.move(frame, copy)
     os.symlink(copy, frame)
     assert (build_sportshhi_folder(release, tmp_path / "hub", clip_len=0) / "README.md").is_file()
+
+
+@pytest.mark.parametrize(("setting", "value"), [("clip_len", -3), ("frame_interval", 0)])
+def test_the_library_build_refuses_a_context_clip_that_cannot_be(sample, tmp_path, setting, value):
+    """The CLI refuses these while parsing; the Python entry point used to build --clip-len -3 as 0."""
+    from hoi_bench.errors import FormatError
+    from sportshhi.builder import build_sportshhi_folder
+
+    with pytest.raises(FormatError, match=f"field '{setting}'.*expected an integer >= {int(setting != 'clip_len')}"):
+        build_sportshhi_folder(sample.root, tmp_path / "hub", **{setting: value})
+    assert not (tmp_path / "hub").exists()
