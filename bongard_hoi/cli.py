@@ -214,7 +214,9 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
 
 def _run_show(args: argparse.Namespace) -> int:
     from bongard_hoi.sheet import load_episode_row, save_sheet
+    from hoi_bench.images import check_png_path
 
+    check_png_path(args.out)
     row = load_episode_row(args.data, args.split, args.episode, images=args.images)
     print(f"wrote {save_sheet(row, args.out)}")
     return 0

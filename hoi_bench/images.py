@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from hoi_bench.errors import FormatError
+from hoi_bench.errors import FormatError, OutputPathError
 
 MAX_IMAGE_PIXELS = 2**26
 """Largest image accepted, in pixels (67 megapixels, e.g. 9,600 x 7,000): far above any benchmark's images,
@@ -117,6 +117,23 @@ def _check_file_size(path: Path, record) -> None:
 def _head(path: Path) -> bytes:
     with open(path, "rb") as stream:
         return stream.read(8)
+
+
+def check_png_path(path: str | os.PathLike, what: str = "--out") -> Path:
+    """``path`` if its name ends in ``.png``; else ``OutputPathError``, before any work, for commands that write
+    PNG bytes (a drawing named ``frame.jpg`` would be a PNG under a JPEG name).
+
+    >>> check_png_path("frame.PNG")
+    PosixPath('frame.PNG')
+    >>> check_png_path("frame.jpg")
+    Traceback (most recent call last):
+    hoi_bench.errors.OutputPathError: --out 'frame.jpg': a PNG is written, but the name ends in .jpg (expected a file name ending in .png)
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        raise OutputPathError(path, what, f"a PNG is written, but the name ends in {path.suffix or 'no extension'}",
+                              expected="a file name ending in .png")
+    return path
 
 
 def encode_png(image: Image.Image | np.ndarray) -> bytes:

@@ -139,6 +139,9 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_show(args: argparse.Namespace) -> int:
+    from hoi_bench.images import check_png_path
+
+    check_png_path(args.out)
     path = render_keyframe(args.data_dir, args.keyframe, args.out, predictions_csv=args.predictions,
                            top=args.top)
     print(f"wrote {path}")

@@ -69,3 +69,14 @@ def test_show_haystack_writes_the_format_its_extension_names(commands, name, mag
     assert code == 0, err
     assert out.read_bytes().startswith(magic)
     assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+@pytest.mark.parametrize("argv", [["show", "sportshhi", "--data-dir", "D", "--keyframe", "v,0001"],
+                                  ["show", "bongard_hoi", "--data", "D", "--split", "s", "--episode", "0"]],
+                         ids=["sportshhi", "bongard_hoi"])
+@pytest.mark.parametrize("name", ["frame.jpg", "frame"])
+def test_drawings_written_as_png_refuse_another_name(argv, name, tmp_path, capsys):
+    out = tmp_path / name
+    code, err = run([*argv, "--out", out], capsys)
+    assert "name ends in" in one_line_error(code, err, "--out", out, ".png")
+    assert list(tmp_path.iterdir()) == []
