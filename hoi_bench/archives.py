@@ -9,7 +9,7 @@ file's size, at least 64 MiB, at most 4 GiB):
 - ``.npz``: the zip directory gives each member's inflated size (and ``zipfile`` never inflates past it); the
   ``.npy`` header of a member must describe exactly the bytes the member holds before the array is allocated;
 - ``.mat`` (v5): the size each compressed (``miCOMPRESSED``) element declares in its first tag is checked
-  first, then the element is inflated in steps and only counted, stopping past the limit or past the declared
+  first, then the element is inflated in steps and only counted, stopping as soon as it passes the declared
   size; scipy reads the file only once every element passed.
 
 Every refusal is a ``FormatError`` naming the file (and the member or element).
@@ -31,11 +31,12 @@ from hoi_bench.errors import FormatError, MissingFilesError
 from hoi_bench.files import decompressed_limit, too_large_error
 
 _STEP = 1 << 16
-"""Compressed bytes read and inflated at a time while counting a ``.mat`` element (deflate inflates at most about
-1,032 times, so a step never holds more than about 64 MiB)."""
-_MAX = 1 << 62
+"""Compressed bytes read at a time while counting a ``.mat`` element."""
+_OUTPUT_STEP = 1 << 20
+"""Inflated bytes produced at a time (at most) while counting: the first tag is checked after the first step."""
 _MAT_HEADER = 128
 _MI_COMPRESSED = 15
+_MI_MATRIX = 14
 _NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
 
@@ -107,12 +108,12 @@ def check_mat_inflated_size(path: str | os.PathLike, what: str = "MATLAB file") 
     """Refuse a MATLAB v5 ``.mat`` whose compressed elements inflate past
     :func:`~hoi_bench.files.decompressed_limit` of its size, counting without keeping the inflated bytes.
 
-    Each ``miCOMPRESSED`` element is a zlib stream holding one variable, whose first tag declares its size: a
-    declared size past the limit stops at once (an honest bomb); the stream is then inflated 64 KiB of input at a
-    time and counted, and stops as soon as it passes the limit or the size its tag declared (a stream that lies
-    about its size is malformed), so a lying bomb costs at most what its own tag claims. Files that are not v5
-    (v4, v7.3/HDF5) and streams that do not inflate are left to the reader, which names the problem. Raises
-    ``FormatError`` naming the file.
+    Each ``miCOMPRESSED`` element is a zlib stream holding one array (``miMATRIX``) whose tag declares its size.
+    The first inflated step must be that tag: another element is refused there, and a declared size past the
+    limit stops at once (an honest bomb). The stream is then inflated in 1 MiB steps and counted, stopping as
+    soon as it passes the size its tag declared (a stream that lies about its size is malformed), so no element
+    costs more than the limit. Files that are not v5 (v4, v7.3/HDF5) and streams that do not inflate are left to
+    the reader, which names the problem. Raises ``FormatError`` naming the file.
     """
     path = Path(path)
     limit = decompressed_limit(path.stat().st_size)
@@ -129,34 +130,43 @@ def check_mat_inflated_size(path: str | os.PathLike, what: str = "MATLAB file") 
             if data_type != _MI_COMPRESSED:
                 handle.seek(size + (-size % 8), os.SEEK_CUR)
                 continue
-            element, declared = _inflated_size(handle, size, limit - inflated, endian)
-            if declared is not None and inflated + declared > limit:
-                raise too_large_error(path, what, limit, f"an element declaring {declared} bytes")
-            inflated += element
-            if inflated > limit:
-                raise too_large_error(path, what, limit, f"more than {limit} bytes")
-            if declared is not None and element > declared:
-                raise FormatError(str(path), f"{what}: a compressed element inflates past the size its tag "
-                                  "declares", expected=f"{declared} bytes", found=f"more than {declared}")
+            inflated += _inflated_size(handle, size, limit - inflated, endian, path, what, limit)
 
 
-def _inflated_size(handle: BinaryIO, size: int, budget: int, endian: str) -> tuple[int, int | None]:
-    """(bytes inflated, bytes the stream's first tag declares with the tag itself, or ``None``) of the zlib
-    stream of ``size`` bytes at the handle's position; counting stops once past ``budget`` or the declared size.
-    Leaves the handle after the stream."""
+def _inflated_size(handle: BinaryIO, size: int, budget: int, endian: str, path: Path, what: str,
+                   limit: int) -> int:
+    """Bytes the zlib stream of ``size`` bytes at the handle's position inflates to, at most ``budget`` (else
+    ``FormatError``); leaves the handle after the stream."""
     end = handle.tell() + size
     inflater = zlib.decompressobj()
-    total, declared = 0, None
+    total, declared, pending = 0, budget, b""
     try:
-        while handle.tell() < end and total <= min(budget, _MAX if declared is None else declared):
-            data = inflater.decompress(handle.read(min(_STEP, end - handle.tell())))
-            if total == 0 and len(data) >= 8:
-                data_type, length = struct.unpack(endian + "II", data[:8])
-                declared = None if data_type >> 16 else 8 + length
-                if declared is not None and declared > budget:
+        while True:
+            if not pending:  # output stopped at _OUTPUT_STEP leaves input pending; else read more
+                left = end - handle.tell()
+                if inflater.eof or left <= 0 or not (pending := handle.read(min(_STEP, left))):
                     break
+            data = inflater.decompress(pending, _OUTPUT_STEP)
+            pending = inflater.unconsumed_tail
+            if total == 0 and data:
+                declared = _declared_size(data, endian, path, what)
+                if declared > budget:
+                    raise too_large_error(path, what, limit, f"an array declaring {declared} bytes")
             total += len(data)
+            if total > declared:
+                raise FormatError(str(path), f"{what}: a compressed array inflates past the size its tag declares",
+                                  expected=f"{declared} bytes", found=f"more than {declared}")
     except zlib.error:
         pass  # a broken stream: scipy's error names it
     handle.seek(end)
-    return total, declared
+    return total
+
+
+def _declared_size(data: bytes, endian: str, path: Path, what: str) -> int:
+    """The size (with its 8-byte tag) that the first tag of an inflated element declares; a ``FormatError``
+    unless it is the tag of an array (``miMATRIX``), the only element MATLAB and scipy compress."""
+    data_type, length = struct.unpack(endian + "II", data[:8]) if len(data) >= 8 else (None, 0)
+    if data_type != _MI_MATRIX:
+        raise FormatError(str(path), f"{what}: a compressed element does not hold an array",
+                          expected=f"an miMATRIX tag ({_MI_MATRIX})", found=f"type {data_type}")
+    return 8 + length

@@ -81,22 +81,30 @@ def npz_bomb(path: Path, member: str, data_bytes: int) -> Path:
                            len(header) + data_bytes)
 
 
-def mat_bomb(path: Path, data_bytes: int, *, declared: int | None = None, sizeless_tag: bool = False) -> Path:
-    """A MATLAB v5 file whose one compressed element ``all_boxes`` inflates to a double array of ``data_bytes``
-    zero bytes; ``declared`` makes the element's tag lie about its size, ``sizeless_tag`` gives it a small-element
-    tag that declares no size at all."""
+def compressed_array(data_bytes: int, *, declared: int | None = None, sizeless_tag: bool = False) -> bytes:
+    """One compressed MATLAB v5 element: the double array ``all_boxes`` of ``data_bytes`` zero bytes;
+    ``declared`` makes its tag lie about its size, ``sizeless_tag`` gives it a small-element tag instead."""
     name = b"all_boxes"
     subelements = (struct.pack("<IIII", 6, 8, 6, 0) + struct.pack("<IIii", 5, 8, 1, data_bytes // 8)
                    + struct.pack("<II", 1, len(name)) + name.ljust(16, b"\0"))
     size = len(subelements) + 8 + data_bytes
     tag = struct.pack("<II", 14 | 4 << 16, 0) if sizeless_tag else \
         struct.pack("<II", 14, size if declared is None else declared)
-    prefix = tag + subelements + struct.pack("<II", 9, data_bytes)
-    stream = deflate_zeros(prefix, data_bytes, zlib_wrapper=True)
+    stream = deflate_zeros(tag + subelements + struct.pack("<II", 9, data_bytes), data_bytes, zlib_wrapper=True)
+    return struct.pack("<II", 15, len(stream)) + stream
+
+
+def mat_file(path: Path, *elements: bytes) -> Path:
     header = b"MATLAB 5.0 MAT-file, hoi-bench test bomb".ljust(116, b" ") + bytes(8) + struct.pack("<H", 0x0100) \
         + b"IM"
-    path.write_bytes(header + struct.pack("<II", 15, len(stream)) + stream)
+    path.write_bytes(header + b"".join(elements))
     return path
+
+
+def mat_bomb(path: Path, data_bytes: int, **kwargs) -> Path:
+    """A MATLAB v5 file of one compressed array inflating to ``data_bytes`` zero bytes (see
+    :func:`compressed_array`)."""
+    return mat_file(path, compressed_array(data_bytes, **kwargs))
 
 
 # ----------------------------------------------------------------------------- measured in a fresh process
@@ -210,21 +218,27 @@ def test_a_compressed_mat_within_the_limit_reads_as_before(tmp_path):
     assert all(np.array_equal(read.flat[k], cells.flat[k]) for k in range(6) if k)
 
 
-def test_a_mat_element_without_a_declared_size_is_stopped_by_counting(tmp_path, monkeypatch):
-    """The first tag declares no size; the stream inflates to 32 MiB: counting stops at the limit (lowered here
-    to 8 MiB), and a 4 MiB one passes."""
-    monkeypatch.setattr(files, "BOMB_FLOOR_BYTES", 8 * MIB)
+def test_a_compressed_mat_element_that_is_not_an_array_is_refused_at_its_first_tag(tmp_path):
+    """MATLAB and scipy compress only arrays (miMATRIX); a stream starting with another tag (here a small-element
+    tag declaring no size) is refused before more than its first step is inflated."""
     bomb = mat_bomb(tmp_path / "sizeless.mat", 32 * MIB, sizeless_tag=True)
-    with pytest.raises(FormatError, match="too large once decompressed") as refused:
+    with pytest.raises(FormatError, match="does not hold an array") as refused:
         archives.check_mat_inflated_size(bomb)
     assert str(bomb) in str(refused.value)
-    archives.check_mat_inflated_size(mat_bomb(tmp_path / "fits.mat", 4 * MIB, sizeless_tag=True))
 
 
 def test_a_mat_element_inflating_past_its_declared_size_is_refused(tmp_path):
     with pytest.raises(FormatError, match="inflates past the size its tag declares"):
         archives.check_mat_inflated_size(mat_bomb(tmp_path / "lie.mat", 4 * MIB, declared=1024))
     archives.check_mat_inflated_size(mat_bomb(tmp_path / "honest.mat", 4 * MIB))
+
+
+def test_the_limit_counts_every_compressed_element_of_a_file(tmp_path, monkeypatch):
+    """Two 5 MiB arrays pass a 16 MiB limit; four do not (lowered from 64 MiB for speed)."""
+    monkeypatch.setattr(files, "BOMB_FLOOR_BYTES", 16 * MIB)
+    archives.check_mat_inflated_size(mat_file(tmp_path / "two.mat", *[compressed_array(5 * MIB)] * 2))
+    with pytest.raises(FormatError, match="too large once decompressed"):
+        archives.check_mat_inflated_size(mat_file(tmp_path / "four.mat", *[compressed_array(5 * MIB)] * 4))
 
 
 def test_arrays_within_the_limits_that_do_not_fit_in_memory_are_one_error(tmp_path, monkeypatch):
