@@ -303,9 +303,11 @@ class FramePlan:
         self._ranges: dict[str, tuple[int, int] | None] = {}
 
     def frame_path(self, record: KeyframeRecord, frame: int) -> Path:
-        """The frame file ``frame`` of the record's video, resolved and checked to stay inside ``root``."""
-        return resolve_inside(self.root, formats.frame_file(record.video_id, frame), file=record.source,
-                              record=record.key, field="video_id")
+        """The frame file ``frame`` of the record's video, checked (links resolved) to stay inside ``root``; the
+        path keeps its own name, so an embedded frame is named ``000105.jpg`` even when it is a link."""
+        relative = formats.frame_file(record.video_id, frame)
+        resolve_inside(self.root, relative, file=record.source, record=record.key, field="video_id")
+        return self.root / relative
 
     def frame_range(self, video_id: str) -> tuple[int, int] | None:
         """(first, last) frame index present for ``video_id``, or ``None`` when it has no frames."""
