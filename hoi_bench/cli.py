@@ -164,7 +164,8 @@ def check_file_outputs(args: argparse.Namespace, parser: argparse.ArgumentParser
         if isinstance(value, (str, os.PathLike)):
             name = names.get(dest, "--" + dest.replace("_", "-"))
             outputs[name] = check_output_file(value, name)
-    inputs = {names.get(dest, dest): value for dest, value in vars(args).items() if dest not in destinations}
+    inputs = {names.get(dest, dest): value for dest, value in vars(args).items()
+              if dest not in destinations and dest not in ("verb", "name")}  # command words, not paths
     refuse_overwriting_inputs(outputs, inputs)
 
 

@@ -140,3 +140,12 @@ def test_the_check_runs_before_the_command(commands, monkeypatch, capsys):
     code, err = run([*argv, "--output", predictions], capsys)
     one_line_error(code, err, predictions)
     assert called == []
+
+
+def test_an_output_named_like_the_command_words_is_not_an_input(commands, tmp_path, monkeypatch, capsys):
+    """`evaluate hoi_map --output hoi_map` in a folder holding a file `hoi_map`: the command words are no inputs."""
+    monkeypatch.chdir(tmp_path)
+    Path("hoi_map").write_text("old result")
+    code, err = run([*commands["evaluate hoi_map"], "--output", "hoi_map"], capsys)
+    assert code == 0, err
+    assert '"mAP"' in Path("hoi_map").read_text()
