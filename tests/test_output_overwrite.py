@@ -44,7 +44,7 @@ def test_an_output_onto_any_input_file_is_refused_and_the_input_kept(commands, c
     inputs = file_arguments(argv)
     assert inputs, argv
     option = output_option(command)
-    root = Path(inputs[0][1]).parents[2]
+    root = Path(os.path.commonpath([Path(path).parent for _, path in inputs]))  # the folder of this command's inputs
     for input_option, path in inputs:
         before = snapshot(root)
         with_output = replaced(argv, option, path) if option in argv else [*argv, option, path]
