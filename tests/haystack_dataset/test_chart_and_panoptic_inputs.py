@@ -11,6 +11,7 @@ import json
 import shutil
 import struct
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +28,7 @@ def commands(tmp_path_factory):
 
 def metrics_with(commands, tmp_path, change) -> tuple[list[str], str]:
     argv = commands["show haystack"]
-    report = json.loads(open(argv[argv.index("--metrics") + 1]).read())
+    report = json.loads(Path(argv[argv.index("--metrics") + 1]).read_text())
     change(report)
     path = tmp_path / "metrics.json"
     path.write_text(json.dumps(report))
