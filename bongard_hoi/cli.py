@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hoi_bench.errors import DataError
 from hoi_bench.files import write_json_atomic
 from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred
 
@@ -81,7 +82,11 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from hoi_bench.report import format_table
 
     result = evaluate_prediction_file(args.predictions, args.references)
-    print(format_table(["split", "accuracy", "episode accuracy (not official)"], summary_rows(result)))
+    rows = summary_rows(result)
+    if not rows:
+        raise DataError(f"{args.predictions}: nothing to score: the file holds no prediction (expected one record "
+                        "per query: {split, episode, query, prediction})")
+    print(format_table(["split", "accuracy", "episode accuracy (not official)"], rows))
     if args.output:
         write_json_atomic(args.output, result)
         print(f"\nwrote {args.output}")
@@ -143,7 +148,7 @@ def _run_episodes(args: argparse.Namespace) -> int:
         write_episode_set,
     )
     from bongard_hoi.episodes import why_no_episodes
-    from hoi_bench.errors import ConfigError, DataError, MissingFilesError, OutputPathError
+    from hoi_bench.errors import ConfigError, MissingFilesError, OutputPathError
     from hoi_bench.report import format_table
     from hoi_sg_dataset.formats import read_annotations
 
@@ -209,7 +214,9 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
 
 def _run_show(args: argparse.Namespace) -> int:
     from bongard_hoi.sheet import load_episode_row, save_sheet
+    from hoi_bench.images import check_png_path
 
+    check_png_path(args.out)
     row = load_episode_row(args.data, args.split, args.episode, images=args.images)
     print(f"wrote {save_sheet(row, args.out)}")
     return 0

@@ -183,7 +183,9 @@ class Haystack(datasets.GeneratorBasedBuilder):
     def _generate_examples(self, images, ann: SceneGraphAnnotation, image_root: Path):
         for image in images:
             panoptic = image_root / image.pan_seg_file_name
-            segment_masks(read_panoptic(panoptic), image.segments_info, file=str(panoptic), record=image.key)
+            panoptic_cell = embedded_image(panoptic, record=image.key)  # size and pixel limits, before decoding
+            segment_masks(read_panoptic(panoptic_cell["bytes"], file=panoptic, record=image.key),
+                          image.segments_info, file=str(panoptic), record=image.key)
             segments = [{"id": int(s["id"]), "category": int(s["category_id"]), "isthing": bool(s["isthing"]),
                          "iscrowd": bool(s.get("iscrowd", 0)), "area": int(s.get("area", 0)),
                          "box": [float(v) for v in box]}
@@ -194,7 +196,7 @@ class Haystack(datasets.GeneratorBasedBuilder):
                 "image": embedded_image(image_root / image.file_name),
                 "height": image.height,
                 "width": image.width,
-                "panoptic_segmentation": embedded_image(panoptic),
+                "panoptic_segmentation": panoptic_cell,
                 "segments": segments,
                 "relations": _relation_rows(image.relations),
                 "negative_relations": _relation_rows(image.neg_relations),

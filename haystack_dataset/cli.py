@@ -139,6 +139,11 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", HaystackInputWarning)  # the report lists them; printed below
         report = haystack_scores(annotation, rows, rank_mode=args.rank_mode, min_positives=args.min_positives,
                                  file=str(args.predictions))
+    if not report["per_predicate"]:
+        from hoi_bench.errors import DataError
+
+        raise DataError(f"{args.annotations}: nothing to score: no predicate has {args.min_positives} or more "
+                        f"positive relations ({len(annotation.images)} images; every metric would be n/a)")
     print(haystack_table(report))
     if args.output:
         write_json_atomic(args.output, report)
@@ -197,12 +202,8 @@ def _configure_convert(parser: argparse.ArgumentParser) -> None:
 
 def _run_convert(args: argparse.Namespace) -> int:
     from haystack_dataset.predictions import read_recall_predictions, write_recall_predictions
-    from hoi_bench.errors import FormatError
     from hoi_bench.forked import worker_count
 
-    if args.out.resolve() == args.predictions.resolve():
-        raise FormatError(str(args.out), "the output would replace the input", field="--out",
-                          expected="another path than --predictions", found=str(args.out))
     predictions = read_recall_predictions(args.predictions, workers=worker_count(args.num_proc))
     out = write_recall_predictions(args.out, predictions)
     pairs = sum(len(p.pairs) for p in predictions)
@@ -215,15 +216,17 @@ def _run_convert(args: argparse.Namespace) -> int:
 
 def _configure_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", type=Path, required=True, help="JSON written by `hoi-bench evaluate haystack`")
-    parser.add_argument("--out", type=Path, required=True, help="PNG to write")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="chart to write; the extension picks the format (.png, .pdf, .svg, ...)")
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    from haystack_dataset.plots import plot_predicate_metrics
+    from haystack_dataset.plots import check_chart_path, plot_predicate_metrics
     from hoi_bench.files import read_json
 
+    check_chart_path(args.out)
     report = read_json(args.metrics, what="metrics JSON")
-    print(f"wrote {plot_predicate_metrics(report, args.out)}")
+    print(f"wrote {plot_predicate_metrics(report, args.out, file=args.metrics)}")
     return 0
 
 

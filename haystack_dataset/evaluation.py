@@ -230,7 +230,8 @@ def relation_scores(relations: AnnotatedRelations, rows, num_predicates: int, *,
         subjects, objects = ids[:, 1].astype(np.int64), ids[:, 2].astype(np.int64)
         usable = known.copy()
         if counts is not None:
-            limit = counts[np.where(known, codes, 0)]
+            limit = np.zeros(len(codes), dtype=np.int64)
+            limit[known] = counts[codes[known]]
             past = known & ((subjects >= limit) | (objects >= limit))
             self_pair = known & ~past & (subjects == objects)
             seen.past_segments += int(past.sum())

@@ -392,18 +392,25 @@ def id_to_rgb(ids: np.ndarray) -> np.ndarray:
     return np.stack([ids % 256, ids // 256 % 256, ids // 65536 % 256], axis=-1).astype(np.uint8)
 
 
-def read_panoptic(path: str | os.PathLike | bytes) -> np.ndarray:
-    """Segment-id map (H×W uint32) of a panoptic PNG given as a path or as PNG bytes."""
+def read_panoptic(path: str | os.PathLike | bytes, *, file: str | os.PathLike | None = None,
+                  record: int | str | None = None) -> np.ndarray:
+    """Segment-id map (H×W uint32) of a panoptic PNG given as a path or as PNG bytes.
+
+    The PNG goes through the image checks of ``hoi_bench.images`` first: a header claiming more than
+    ``MAX_IMAGE_PIXELS`` pixels (a decompression bomb) or a file that is no image is a ``FormatError`` naming
+    ``file`` (default: the path) and ``record``, before any pixel is decoded.
+    """
     import io
 
-    from PIL import Image
+    from hoi_bench.images import open_checked
 
     source = io.BytesIO(path) if isinstance(path, bytes) else path
+    file = file if file is not None else "<panoptic PNG bytes>" if isinstance(path, bytes) else path
     try:
-        with Image.open(source) as image:
+        with open_checked(source, file, record) as image:
             return rgb_to_id(np.asarray(image.convert("RGB")))
     except (OSError, SyntaxError) as error:
-        raise FormatError(None if isinstance(path, bytes) else str(path), f"not a readable PNG: {error}") from error
+        raise FormatError(str(file), f"not a readable PNG: {error}", record=record) from error
 
 
 def segment_masks(id_map: np.ndarray, segments_info: list[dict], *, file: str | None = None,

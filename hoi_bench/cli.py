@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hoi_bench.errors import HoiBenchError
-from hoi_bench.files import check_output_file
+from hoi_bench.files import check_output_file, refuse_overwriting_inputs
 from hoi_bench.plugins import FILE_OUTPUTS, FILE_OUTPUTS_BY_VERB, VERBS, DemoContext, Registry, load_registry
 from hoi_bench.publish_cli import add_publish_commands
 from hoi_bench.report import format_table
@@ -148,15 +148,37 @@ def _quiet_progress_bars() -> Iterator[None]:
             undo()
 
 
-def check_file_outputs(args: argparse.Namespace) -> None:
-    """Refuse, before any work, an output file that cannot be written (a folder, under a file, no permission).
+def check_file_outputs(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> None:
+    """Refuse, before any work, an output file that cannot be written (a folder, under a file, no permission) or
+    that is one of the command's own input files (see :func:`hoi_bench.files.refuse_overwriting_inputs`).
 
-    Which arguments are output files is the convention of :data:`hoi_bench.plugins.FILE_OUTPUTS`.
+    Which arguments are output files is the convention of :data:`hoi_bench.plugins.FILE_OUTPUTS`; every other
+    argument naming an existing file counts as an input. ``parser`` (the whole command line's) lets messages
+    name arguments as typed (``--predictions``, ``RESULTS``).
     """
-    for dest in FILE_OUTPUTS + FILE_OUTPUTS_BY_VERB.get(getattr(args, "verb", None), ()):
+    names = _argument_names(parser, args) if parser is not None else {}
+    destinations = FILE_OUTPUTS + FILE_OUTPUTS_BY_VERB.get(getattr(args, "verb", None), ())
+    outputs = {}
+    for dest in destinations:
         value = getattr(args, dest, None)
         if isinstance(value, (str, os.PathLike)):
-            check_output_file(value, "--" + dest.replace("_", "-"))
+            name = names.get(dest, "--" + dest.replace("_", "-"))
+            outputs[name] = check_output_file(value, name)
+    inputs = {names.get(dest, dest): value for dest, value in vars(args).items()
+              if dest not in destinations and dest not in ("verb", "name")}  # command words, not paths
+    refuse_overwriting_inputs(outputs, inputs)
+
+
+def _argument_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
+    """``dest -> name as typed`` of the arguments of the command ``args`` ran (its last option string, or the
+    metavar of a positional argument)."""
+    for word in (getattr(args, "verb", None), getattr(args, "name", None)):
+        commands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not commands or word not in commands[0].choices:
+            break
+        parser = commands[0].choices[word]
+    return {action.dest: action.option_strings[-1] if action.option_strings else action.metavar or action.dest.upper()
+            for action in parser._actions}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -171,11 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     registry = load_registry()
-    args = build_parser(registry, argv).parse_args(argv)
+    parser = build_parser(registry, argv)
+    args = parser.parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING if args.verb == "demo" else logging.INFO
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
-        check_file_outputs(args)
+        check_file_outputs(args, parser)
         return int(args.handler(args) or 0)
     except HoiBenchError as error:
         return _fail(str(error), args.verbose)

@@ -15,7 +15,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,7 @@ def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int | 
         raise MissingFilesError(str(path.parent), [path.name], what=what)
     compressed = path.name.endswith(".gz")
     if compressed:
-        max_bytes = min(max_bytes, max(BOMB_FLOOR_BYTES, MAX_COMPRESSION_RATIO * path.stat().st_size))
+        max_bytes = min(max_bytes, decompressed_limit(path.stat().st_size))
     try:
         with (gzip.open if compressed else open)(path, "rb") as handle:
             data = _read_into(handle, max_bytes + 1) if mutable else handle.read(max_bytes + 1)
@@ -63,6 +63,27 @@ def read_bytes(path: str | os.PathLike, what: str = "file", *, max_bytes: int | 
                           + (f" once decompressed ({MAX_COMPRESSION_RATIO}x its compressed size, at least "
                              f"{BOMB_FLOOR_BYTES})" if compressed else ""), found=f"more than {max_bytes}")
     return data
+
+
+def decompressed_limit(compressed_bytes: int) -> int:
+    """Most bytes a compressed input of ``compressed_bytes`` may expand to: :data:`MAX_COMPRESSION_RATIO` times
+    its size, at least :data:`BOMB_FLOOR_BYTES`, never more than :data:`MAX_DECOMPRESSED_BYTES`.
+
+    The one rule for every compressed input (``.gz``, ``.npz`` members, compressed ``.mat`` elements, see
+    ``hoi_bench.archives``), applied before inflating: a 3 MB file that would inflate to 3 GiB is refused
+    after at most a few hundred megabytes of inflating, not after allocating 3 GiB. Limits are read at call time.
+
+    >>> decompressed_limit(1_000) == BOMB_FLOOR_BYTES, decompressed_limit(10**7) == 100 * 10**7
+    (True, True)
+    """
+    return min(MAX_DECOMPRESSED_BYTES, max(BOMB_FLOOR_BYTES, MAX_COMPRESSION_RATIO * compressed_bytes))
+
+
+def too_large_error(path: str | os.PathLike, what: str, limit: int, found: str) -> FormatError:
+    """The ``FormatError`` of a compressed input past :func:`decompressed_limit`."""
+    return FormatError(str(path), f"{what} too large once decompressed",
+                       expected=f"at most {limit} bytes ({MAX_COMPRESSION_RATIO}x its compressed size, at least "
+                       f"{BOMB_FLOOR_BYTES}; a decompression bomb or a wrong file)", found=found)
 
 
 def _read_into(handle, limit: int) -> bytearray:
@@ -103,23 +124,18 @@ def read_npz_arrays(path: str | os.PathLike, arrays: dict[str, tuple[int, str]],
     """The arrays of a hoi-bench columnar ``.npz`` (``name -> (ndim, dtype kind)``), checked before any use.
 
     The archive must carry a ``format`` array equal to ``format_tag`` and every named array with its number
-    of dimensions and dtype kind (integers pass where floats are expected); pickles are never loaded. Each
-    problem is a ``FormatError`` naming the file and the array; ``what`` and ``written_by`` word the messages.
+    of dimensions and dtype kind (integers pass where floats are expected); pickles are never loaded, and no
+    array is inflated or allocated past its member's size and the limits of
+    :func:`hoi_bench.archives.read_npz_members`. Each problem is a ``FormatError`` naming the file and the
+    array; ``what`` and ``written_by`` word the messages.
     """
-    import zipfile
-
-    import numpy as np
+    from hoi_bench.archives import read_npz_members
 
     path = Path(path)
     file = str(path)
     if not path.is_file():
         raise MissingFilesError(str(path.parent), [path.name], what="prediction file")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            found = {name: archive[name] for name in archive.files if name in arrays or name == "format"}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
-        raise FormatError(file, "unreadable .npz file", expected=f"an archive written by {written_by}",
-                          found=str(error)) from error
+    found = read_npz_members(path, [*arrays, "format"], what=f"{what} NPZ", written_by=written_by)
     if "format" not in found or str(found["format"]) != format_tag:
         raise FormatError(file, f"not a hoi-bench {what} NPZ", field="format", expected=repr(format_tag),
                           found=str(found["format"]) if "format" in found else "no 'format' array")
@@ -228,6 +244,36 @@ def check_output_file(path: str | os.PathLike, what: str = "output file") -> Pat
     os.close(handle)
     Path(probe).unlink(missing_ok=True)
     return path
+
+
+def refuse_overwriting_inputs(outputs: Mapping[str, str | os.PathLike | None],
+                              inputs: Mapping[str, Any]) -> None:
+    """Refuse, before any work, an output file that is one of the command's own input files.
+
+    ``outputs`` and ``inputs`` map the names shown in the message (``"--output"``, ``"--predictions"``) to a path,
+    ``None``, or (inputs) a list of paths; anything else among the inputs (a number, a keyframe key) is skipped.
+    Files are compared as the file system sees them (``os.path.samefile``: links, ``..`` and hard links
+    included), so ``--output DETS.json`` onto ``--detections ./x/../DETS.json`` is caught. An output that does not
+    exist yet replaces nothing and passes; an input folder is not looked into. Raises ``OutputPathError`` naming
+    both options and the path, so writing the result never destroys the file it was computed from.
+
+    >>> import tempfile; folder = Path(tempfile.mkdtemp()); (folder / "dets.json").write_text("[]")
+    2
+    >>> refuse_overwriting_inputs({"--output": folder / "result.json"}, {"--detections": folder / "dets.json"})
+    >>> refuse_overwriting_inputs({"--output": folder / "dets.json"}, {"--vsrl": [folder / "dets.json"]})
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    hoi_bench.errors.OutputPathError: --output '.../dets.json': is also the input --vsrl ...
+    """
+    for output_name, output in outputs.items():
+        if not isinstance(output, (str, os.PathLike)) or not os.path.isfile(output):
+            continue
+        for input_name, given in inputs.items():
+            for path in given if isinstance(given, (list, tuple)) else [given]:
+                if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) and os.path.samefile(output, path):
+                    raise OutputPathError(output, output_name, f"is also the input {input_name} {str(path)!r}; "
+                                          "writing it would replace that input",
+                                          expected="a path other than every input file of the command")
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes, what: str = "output file") -> Path:

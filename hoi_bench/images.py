@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from hoi_bench.errors import FormatError
+from hoi_bench.errors import FormatError, OutputPathError
 
 MAX_IMAGE_PIXELS = 2**26
 """Largest image accepted, in pixels (67 megapixels, e.g. 9,600 x 7,000): far above any benchmark's images,
@@ -32,7 +32,7 @@ def image_size(path: str | os.PathLike, *, record: int | str | None = None) -> t
     path = Path(path)
     _check_file_size(path, record)
     try:
-        with _open_checked(path, path, record) as image:
+        with open_checked(path, path, record) as image:
             return image.size
     except (OSError, SyntaxError) as error:
         raise FormatError(str(path), f"not a readable image: {error}", record=record) from error
@@ -64,7 +64,7 @@ def check_image_bytes(data: bytes, file: str | os.PathLike, *, record: int | str
     hoi_bench.errors.FormatError: notes.jpg: not an image file (first bytes b'hello') (expected a JPEG, PNG or ...)
     """
     try:
-        with _open_checked(io.BytesIO(data), file, record) as image:
+        with open_checked(io.BytesIO(data), file, record) as image:
             size = image.size
             image.draft(image.mode, (max(1, size[0] // 8), max(1, size[1] // 8)))
             image.load()
@@ -75,8 +75,13 @@ def check_image_bytes(data: bytes, file: str | os.PathLike, *, record: int | str
 
 
 @contextlib.contextmanager
-def _open_checked(source: Path | io.BytesIO, file, record) -> Iterator[Image.Image]:
-    """``Image.open(source)`` with the pixel limit checked from the header; not-an-image as ``FormatError``."""
+def open_checked(source: str | os.PathLike | io.BytesIO, file: str | os.PathLike,
+                 record: int | str | None = None) -> Iterator[Image.Image]:
+    """``Image.open(source)`` with the pixel limit checked from the header; not-an-image as ``FormatError``.
+
+    For readers that decode the pixels themselves (a panoptic PNG read as a segment-id map): a file past
+    :data:`MAX_IMAGE_PIXELS` is refused before any pixel is decoded. ``file`` and ``record`` name it in errors.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own, lower limit applies below
         try:
@@ -84,7 +89,7 @@ def _open_checked(source: Path | io.BytesIO, file, record) -> Iterator[Image.Ima
         except Image.DecompressionBombError as error:
             raise _too_large(file, record, "more than twice Pillow's limit") from error
         except Image.UnidentifiedImageError as error:
-            head = source.getvalue()[:8] if isinstance(source, io.BytesIO) else _head(source)
+            head = source.getvalue()[:8] if isinstance(source, io.BytesIO) else _head(Path(source))
             raise FormatError(str(file), f"not an image file (first bytes {head!r})", record=record,
                               expected="a JPEG, PNG or other image Pillow reads") from error
     with image:
@@ -112,6 +117,23 @@ def _check_file_size(path: Path, record) -> None:
 def _head(path: Path) -> bytes:
     with open(path, "rb") as stream:
         return stream.read(8)
+
+
+def check_png_path(path: str | os.PathLike, what: str = "--out") -> Path:
+    """``path`` if its name ends in ``.png``; else ``OutputPathError``, before any work, for commands that write
+    PNG bytes (a drawing named ``frame.jpg`` would be a PNG under a JPEG name).
+
+    >>> check_png_path("frame.PNG")
+    PosixPath('frame.PNG')
+    >>> check_png_path("frame.jpg")
+    Traceback (most recent call last):
+    hoi_bench.errors.OutputPathError: --out 'frame.jpg': a PNG is written, but the name ends in .jpg (expected a file name ending in .png)
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        raise OutputPathError(path, what, f"a PNG is written, but the name ends in {path.suffix or 'no extension'}",
+                              expected="a file name ending in .png")
+    return path
 
 
 def encode_png(image: Image.Image | np.ndarray) -> bytes:

@@ -8,7 +8,8 @@ functions. Only the command being run is configured (see ``hoi_bench.cli.build_p
 
 Conventions the CLI enforces for every command (see ``hoi_bench.cli``): an argument whose destination is one of
 :data:`FILE_OUTPUTS` (or :data:`FILE_OUTPUTS_BY_VERB` for that verb) names a file the command writes, and is
-checked before the command runs; counts such as ``--num-proc`` take :func:`positive_int`.
+checked before the command runs; counts such as ``--num-proc`` take :func:`positive_int` (or
+:func:`non_negative_int` where 0 means none).
 """
 
 from __future__ import annotations
@@ -63,6 +64,24 @@ def positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type of a count that may be 0 but not negative (``--clip-len``, ``--top``).
+
+    >>> non_negative_int("0")
+    0
+    >>> non_negative_int("-3")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected an integer >= 0, found '-3'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, found {text!r}")
     return value
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from numbers import Integral, Real
 
 
@@ -38,3 +39,15 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]], digit
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     return "\n".join(lines)
+
+
+def all_undefined(values: Iterable[object]) -> bool:
+    """Whether every value is undefined (``None`` or NaN): a table of only ``n/a`` that says nothing.
+
+    The evaluate commands refuse such a result with the reason instead of printing it (an empty GT file, a
+    prediction file naming no evaluated image).
+
+    >>> all_undefined([None, float("nan")]), all_undefined([None, 0.0]), all_undefined([])
+    (True, False, True)
+    """
+    return all(value is None or (isinstance(value, Real) and math.isnan(float(value))) for value in values)

@@ -143,16 +143,10 @@ def _dataset_of(path: Path) -> str:
     from hoi_bench.files import read_bytes
 
     if path.suffix == ".npz":
-        import zipfile
+        from hoi_bench.archives import read_npz_members
 
-        import numpy as np
-
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                names = archive["file_names"][:1].tolist() if "file_names" in archive.files else []
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError):
-            names = []  # the reader names the problem
-        first = str(names[0]) if names else ""
+        names = read_npz_members(path, ["file_names"], what="HOI prediction NPZ").get("file_names")
+        first = str(names.reshape(-1)[0]) if names is not None and names.size else ""
     else:
         match = re.search(rb'"file_name"\s*:\s*"([^"]*)"', read_bytes(path, "prediction file")[:100_000])
         first = match.group(1).decode() if match else ""
@@ -196,6 +190,17 @@ def _name(vocabulary, raw_id: int) -> str:
     return vocabulary.name_of(raw_id) if raw_id in vocabulary else str(raw_id)
 
 
+def _refuse_nothing_scored(result: dict, keys: tuple[str, ...], references: Path) -> None:
+    """An all-undefined result (GT without a single HOI) is an error saying why, not a table of n/a."""
+    from hoi_bench.errors import DataError
+    from hoi_bench.report import all_undefined
+
+    if all_undefined(result[key] for key in keys):
+        why = result.get("reasons", {}).get(keys[0], "no value could be computed")
+        raise DataError(f"{references}: nothing to score: {why} (every metric would be n/a; expected a GT file "
+                        "with annotated HOIs)")
+
+
 def _write_output(path: Path | None, result: dict) -> None:
     if path is not None:
         from hoi_sg_dataset.formats import write_json_atomic
@@ -216,6 +221,7 @@ def _run_hoi_map(args: argparse.Namespace) -> int:
         known_object=args.known_object,
         workers=_workers(args),
     )
+    _refuse_nothing_scored(result, ("mAP", "mean_max_recall"), args.references)
     print(hoi_map_table(result, args.per_class))
     _write_output(args.output, result)
     return 0
@@ -225,6 +231,7 @@ def _run_vcoco_map(args: argparse.Namespace) -> int:
     from hoi_sg_dataset.predictions import vcoco_map_files
 
     result = vcoco_map_files(args.references, args.predictions, top_k=args.top_k, workers=_workers(args))
+    _refuse_nothing_scored(result, ("mAP_all",), args.references)
     print(vcoco_map_table(result, args.per_class))
     _write_output(args.output, result)
     return 0

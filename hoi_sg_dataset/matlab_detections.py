@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from hoi_bench.archives import check_mat_inflated_size
 from hoi_bench.errors import FormatError, HoiBenchError, MissingFilesError, PredictionError
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.formats import FLOAT32_MAX, ImageRecord, within_float32
@@ -71,18 +72,10 @@ def read_matlab_detections(path: str | os.PathLike) -> MatlabDetections:
         raise MissingFilesError(str(path.parent), [path.name], what="prediction file or folder")
     loadmat = _loadmat()
     if path.is_dir():
+        check_detection_folder(path)
         if any(path.glob("detections_[0-9][0-9].mat")):
             return _read_object_files(path, loadmat)
-        if (path / ALL_FILE).is_file():
-            path = path / ALL_FILE
-        else:
-            raise FormatError(
-                str(path),
-                "a folder given as predictions holds no detection file the MATLAB tool reads",
-                expected=f"{ALL_FILE} (format 'all') or {OBJECT_FILE.format(1)} .. {OBJECT_FILE.format(80)} "
-                "(format 'obj'); or give a JSON prediction file",
-                found=sorted(p.name for p in path.iterdir())[:5],
-            )
+        path = path / ALL_FILE
     if path.name != ALL_FILE:
         raise FormatError(
             str(path),
@@ -92,6 +85,25 @@ def read_matlab_detections(path: str | os.PathLike) -> MatlabDetections:
         )
     cells = _all_boxes(path, loadmat, rows=len(hico_hoi_classes()))
     return _collect([(path, cells, np.arange(cells.shape[0]))])
+
+
+def check_detection_folder(folder: str | os.PathLike) -> None:
+    """Refuse a folder given as predictions that holds neither layout: a ``FormatError`` saying what such a
+    folder must hold, and that a JSON or ``.npz`` prediction file is given as the file itself."""
+    folder = Path(folder)
+    if (folder / ALL_FILE).is_file() or any(folder.glob("detections_[0-9][0-9].mat")):
+        return
+    names = sorted(p.name for p in folder.iterdir())
+    files = [name for name in names if name.endswith((".json", ".json.gz", ".npz"))]
+    hint = f"; to score a prediction file, give the file itself (e.g. {folder / files[0]})" if files else ""
+    raise FormatError(
+        str(folder),
+        "a folder given as --predictions must hold detection .mat files" + hint,
+        expected=f"{ALL_FILE}, or {OBJECT_FILE.format(1)} .. {OBJECT_FILE.format(80)} (one per object), with "
+        "--protocol ho-rcnn; or a JSON / .npz prediction file instead of a folder",
+        found=f"{len(names)} entries: {', '.join(names[:5])}{', ...' if len(names) > 5 else ''}" if names
+        else "an empty folder",
+    )
 
 
 def _loadmat():
@@ -131,7 +143,9 @@ def _read_object_files(folder: Path, loadmat) -> MatlabDetections:
 
 
 def _all_boxes(file: Path, loadmat, rows: int) -> np.ndarray:
-    """The ``all_boxes`` cell array of ``file`` as a 2-D object array with ``rows`` rows."""
+    """The ``all_boxes`` cell array of ``file`` as a 2-D object array with ``rows`` rows (a file inflating past
+    ``hoi_bench.files.decompressed_limit`` is refused before scipy reads it)."""
+    check_mat_inflated_size(file, "MATLAB detection file")
     try:
         content = loadmat(str(file), variable_names=["all_boxes"])
     except Exception as error:  # scipy raises ValueError, TypeError, MatReadError... on a non-.mat file

@@ -392,8 +392,10 @@ def _matlab_sets(
 ) -> tuple[HoiSet, HoiSet]:
     """GT and prediction sets from MATLAB-tool detections, which only the ho-rcnn protocol reads."""
     from hoi_sg_dataset.formats import read_annotations
-    from hoi_sg_dataset.matlab_detections import matlab_sets, read_matlab_detections
+    from hoi_sg_dataset.matlab_detections import check_detection_folder, matlab_sets, read_matlab_detections
 
+    if Path(predictions).is_dir():
+        check_detection_folder(predictions)
     if protocol != "ho-rcnn":
         raise PredictionError(
             f"{predictions}: MATLAB detections (.mat, or a folder of them) are the official HICO-DET tool's "

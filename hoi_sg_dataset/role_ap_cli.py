@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hoi_bench.errors import DataError
 from hoi_bench.plugins import Command, Registry
-from hoi_bench.report import format_table
+from hoi_bench.report import all_undefined, format_table
 
 MEAN_KEYS = (
     "mean_role_ap_scenario_1",
@@ -104,6 +105,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from hoi_sg_dataset.vcoco_role_files import vcoco_role_map_files
 
     result = vcoco_role_map_files(args.vsrl, args.instances, args.image_ids, args.detections)
+    if all_undefined(result[key] for key in MEAN_KEYS):
+        raise DataError(f"nothing to score: {_why_undefined(args)} (every AP would be n/a)")
     print(vcoco_role_map_table(result, args.per_class))
     if args.output is not None:
         from hoi_bench.files import write_json_atomic
@@ -111,6 +114,17 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         write_json_atomic(args.output, result)
         print(f"\nwrote {args.output}")
     return 0
+
+
+def _why_undefined(args: argparse.Namespace) -> str:
+    """Why every AP is undefined: no detection of an evaluated image, or no GT action to score against (the
+    detection file is read again: only on this failure)."""
+    from hoi_sg_dataset.vcoco_role_files import read_detections, read_image_ids
+
+    ids = read_image_ids(args.image_ids)
+    if len(read_detections(args.detections, ids).image_index) == 0:
+        return f"{args.detections} holds no detection of the {len(ids)} evaluated images of {args.image_ids}"
+    return f"the VSRL files hold no annotated action of the {len(ids)} evaluated images of {args.image_ids}"
 
 
 def _run_convert(args: argparse.Namespace) -> int:

@@ -58,6 +58,14 @@ def _integer(value: Any) -> bool:
     return type(value) is int
 
 
+INT64_MAX = 2**63 - 1
+"""Largest id the arrays hold (COCO ids are far below it); a larger one is refused, not an ``OverflowError``."""
+
+
+def _int64(value: Any) -> bool:
+    return type(value) is int and -INT64_MAX - 1 <= value <= INT64_MAX
+
+
 @dataclass(frozen=True)
 class VsrlPersons:
     """The annotated persons of one or several VSRL files, one row per COCO annotation id.
@@ -156,6 +164,16 @@ def _parse_vsrl(data: Any, source: str) -> tuple[np.ndarray, np.ndarray, np.ndar
                     field=key,
                     expected="list of int",
                     found=value if type(value) is not list else "other items",
+                )
+            huge = next((k for k, v in enumerate(value) if not _int64(v)), None)
+            if huge is not None:
+                raise FormatError(
+                    source,
+                    f"{key} of {action} out of range",
+                    record=a,
+                    field=f"{key}[{huge}]",
+                    expected=f"an integer of at most {INT64_MAX}",
+                    found=value[huge],
                 )
             columns[key] = np.array(value, dtype=np.int64)
         n = len(columns["ann_id"])
@@ -270,6 +288,14 @@ def read_image_ids(path: str | os.PathLike) -> np.ndarray:
                 expected="one integer COCO image id a line",
                 found=token,
             )
+        if int(token) > INT64_MAX:
+            raise FormatError(
+                source,
+                "image id out of range",
+                record=f"line {line}",
+                expected=f"a COCO image id of at most {INT64_MAX}",
+                found=token,
+            )
         if ids and int(token) <= ids[-1]:
             raise FormatError(
                 source,
@@ -334,7 +360,7 @@ def read_instances(path: str | os.PathLike, image_ids: np.ndarray) -> CocoImages
         if type(data.get(key)) is not list:
             raise FormatError(source, f"no {key} list", field=key, expected="list", found=data.get(key))
     categories = data["categories"]
-    if not categories or type(categories[0]) is not dict or not _integer(categories[0].get("id")):
+    if not categories or type(categories[0]) is not dict or not _int64(categories[0].get("id")):
         raise FormatError(
             source,
             "no first category",
@@ -342,7 +368,7 @@ def read_instances(path: str | os.PathLike, image_ids: np.ndarray) -> CocoImages
             expected="the person category first",
             found=categories[:1],
         )
-    category_ids = {c.get("id") for c in categories if type(c) is dict}
+    category_ids = {c.get("id") for c in categories if type(c) is dict and _int64(c.get("id"))}
     position = {int(i): k for k, i in enumerate(image_ids.tolist())}
     sizes: dict[int, tuple[float, float]] = {}
     for k, image in enumerate(data["images"]):
@@ -378,13 +404,13 @@ def read_instances(path: str | os.PathLike, image_ids: np.ndarray) -> CocoImages
         )
     rows: list[list[tuple[int, int, list]]] = [[] for _ in position]
     for k, ann in enumerate(data["annotations"]):
-        if type(ann) is not dict or not _integer(ann.get("id")) or not _integer(ann.get("image_id")):
+        if type(ann) is not dict or not _int64(ann.get("id")) or not _integer(ann.get("image_id")):
             raise FormatError(
                 source,
                 "an annotation without integer id and image_id",
                 record=k,
                 field="annotations",
-                expected="id and image_id integers",
+                expected=f"id and image_id integers (id at most {INT64_MAX})",
                 found=ann,
             )
         image = position.get(ann["image_id"])

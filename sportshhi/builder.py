@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
+from numbers import Integral
 from pathlib import Path
 
 import datasets
@@ -19,6 +20,7 @@ import numpy as np
 
 from hoi_bench.boxes import iou_matrix
 from hoi_bench.errors import FormatError, MissingFilesError
+from hoi_bench.files import resolve_inside
 from hoi_bench.hub import CardSpec, build_hub_folder
 from hoi_bench.images import embedded_image, image_size
 from sportshhi import formats
@@ -193,6 +195,7 @@ class KeyframeRecord:
     interactions: list[tuple]  # (subject box, object box, label id, subject person id, object person id)
     gt_boxes: np.ndarray  # (N, 5) GT proposals of the keyframe (score column 1.0)
     detections: np.ndarray  # (M, 5) detector proposals with scores
+    source: str = ""  # the annotation CSV the keyframe comes from, named in errors
 
     @property
     def key(self) -> str:
@@ -221,7 +224,7 @@ class KeyframeRecord:
 
     def example(self, plan: FramePlan, class_index: dict[int, int]) -> dict:
         frame = self.keyframe * formats.FRAMES_PER_KEYFRAME
-        image_path = plan.root / formats.frame_file(self.video_id, frame)
+        image_path = plan.frame_path(self, frame)
         width, height = image_size(image_path)
         scale = np.array([width, height, width, height], dtype=np.float64)
         context = plan.context(self.video_id, self.keyframe)
@@ -234,7 +237,7 @@ class KeyframeRecord:
             "image": embedded_image(image_path),
             "width": width,
             "height": height,
-            "context": [embedded_image(plan.root / formats.frame_file(self.video_id, f)) for f in context],
+            "context": [embedded_image(plan.frame_path(self, f)) for f in context],
             "context_frame_indices": context,
             "human_boxes": boxes.tolist(),
             "human_boxes_pixels": (boxes * scale).tolist(),
@@ -272,7 +275,7 @@ def read_split(root: Path, split: str, actions: formats.ActionList) -> list[Keyf
     for (video_id, keyframe), interactions in sorted(grouped.items()):
         key = formats.keyframe_key(video_id, keyframe)
         records.append(KeyframeRecord(video_id, keyframe, interactions, gt_proposals.get(key, empty),
-                                      detections.get(key, empty)))
+                                      detections.get(key, empty), str(csv_path)))
     without_gt = sum(1 for r in records if r.key not in gt_proposals)
     if without_gt:
         logger.warning("%s: %d of %d keyframes have no GT proposals; only their annotated people are kept",
@@ -281,13 +284,30 @@ def read_split(root: Path, split: str, actions: formats.ActionList) -> list[Keyf
 
 
 class FramePlan:
-    """Which frame files a keyframe needs; each video's frame range comes from the frames present on disk."""
+    """Which frame files a keyframe needs; each video's frame range comes from the frames present on disk.
+
+    Every frame path stays inside ``root``: a ``video_id`` with ``..`` or an absolute path, and a frame or video
+    folder that is a symlink leading out of the release, are a ``FormatError`` naming the CSV, the keyframe and
+    the field (as the other builders refuse image paths that leave the data folder), so a build never embeds
+    (and later uploads) an unrelated file.
+    """
 
     def __init__(self, root: Path, clip_len: int, frame_interval: int) -> None:
+        for name, value, least in (("clip_len", clip_len, 0), ("frame_interval", frame_interval, 1)):
+            if not isinstance(value, Integral) or value < least:  # datasets sets fields without __post_init__
+                raise FormatError(None, "invalid SportsHHI config", field=name, expected=f"an integer >= {least}",
+                                  found=value)
         self.root = root
         self.clip_len = clip_len
         self.frame_interval = frame_interval
         self._ranges: dict[str, tuple[int, int] | None] = {}
+
+    def frame_path(self, record: KeyframeRecord, frame: int) -> Path:
+        """The frame file ``frame`` of the record's video, checked (links resolved) to stay inside ``root``; the
+        path keeps its own name, so an embedded frame is named ``000105.jpg`` even when it is a link."""
+        relative = formats.frame_file(record.video_id, frame)
+        resolve_inside(self.root, relative, file=record.source, record=record.key, field="video_id")
+        return self.root / relative
 
     def frame_range(self, video_id: str) -> tuple[int, int] | None:
         """(first, last) frame index present for ``video_id``, or ``None`` when it has no frames."""
@@ -303,11 +323,13 @@ class FramePlan:
         return context_frame_indices(keyframe, self.clip_len, self.frame_interval, first, last)
 
     def missing(self, record: KeyframeRecord) -> list[str]:
-        """Relative paths of the keyframe's frames (keyframe + context) that are not on disk."""
+        """Relative paths of the keyframe's frames (keyframe + context) that are not on disk; a frame path that
+        leaves ``root`` is refused (see the class docstring) before the video folder is listed."""
+        resolve_inside(self.root, str(Path(formats.frame_file(record.video_id, 0)).parent), file=record.source,
+                       record=record.key, field="video_id")
         centre = record.keyframe * formats.FRAMES_PER_KEYFRAME
-        frames = {centre, *self.context(record.video_id, record.keyframe)}
-        paths = [formats.frame_file(record.video_id, f) for f in sorted(frames)]
-        return [p for p in paths if not (self.root / p).is_file()]
+        frames = sorted({centre, *self.context(record.video_id, record.keyframe)})
+        return [formats.frame_file(record.video_id, f) for f in frames if not self.frame_path(record, f).is_file()]
 
 
 # --------------------------------------------------------------------------------------------- Hub folder

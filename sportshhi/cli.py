@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from hoi_bench.errors import DataError
-from hoi_bench.files import write_bytes_atomic, write_json_atomic
-from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred, positive_int
-from hoi_bench.report import format_table
+from hoi_bench.files import resolve_inside, write_bytes_atomic, write_json_atomic
+from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred, non_negative_int, positive_int
+from hoi_bench.report import all_undefined, format_table
 
 BENCHMARK = "sportshhi"
 TRAIN_HELP = "train and evaluate the HHICls pair-classifier baseline"
@@ -45,8 +45,8 @@ def _configure_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="replace the configs of an existing hoi-bench folder instead of adding to them "
                              "(other files are kept)")
-    parser.add_argument("--clip-len", type=int, default=4, help="context frames per keyframe (0: none)")
-    parser.add_argument("--frame-interval", type=int, default=2, help="frames between context frames")
+    parser.add_argument("--clip-len", type=non_negative_int, default=4, help="context frames per keyframe (0: none)")
+    parser.add_argument("--frame-interval", type=positive_int, default=2, help="frames between context frames")
     parser.add_argument("--num-proc", type=positive_int, default=None, help="worker processes for the build")
 
 
@@ -108,6 +108,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     predictions = formats.read_prediction_csv(args.predictions, actions)
     result = score_tables(annotations, predictions, iou_threshold=args.iou_threshold, official=args.official)
     settings = result["settings"]
+    if all_undefined([result["mAP"], *(result[f"recall@{k}"] for k in settings["ks"])]):
+        found = f"{len(annotations)} GT interactions, none of an evaluated class" if len(annotations) else "no rows"
+        raise DataError(f"{args.references}: nothing to score: no GT interaction of an evaluated class ({found}; "
+                        "every metric would be n/a)")
     print(f"SportsHHI: {len(predictions):,} predictions against {len(annotations):,} GT interactions "
           f"({'official' if settings['official'] else 'paper'} counting, IoU >= {settings['iou_threshold']})")
     rows = [["mAP", result["mAP"]]] + [[f"recall@{k}", result[f"recall@{k}"]] for k in settings["ks"]]
@@ -131,10 +135,13 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="PNG to write")
     parser.add_argument("--predictions", type=Path, default=None,
                         help="also draw the best predictions of this CSV")
-    parser.add_argument("--top", type=int, default=3, help="how many predictions to draw (default 3)")
+    parser.add_argument("--top", type=non_negative_int, default=3, help="how many predictions to draw (default 3)")
 
 
 def _run_show(args: argparse.Namespace) -> int:
+    from hoi_bench.images import check_png_path
+
+    check_png_path(args.out)
     path = render_keyframe(args.data_dir, args.keyframe, args.out, predictions_csv=args.predictions,
                            top=args.top)
     print(f"wrote {path}")
@@ -174,7 +181,7 @@ def render_keyframe(data_dir: Path, keyframe: str, out: Path, *, predictions_csv
         drawn = [(predictions.subject_boxes[i], predictions.object_boxes[i],
                   actions.name_of(int(predictions.labels[i])), float(predictions.scores[i])) for i in rows]
     frame_name = formats.frame_file(video_id, t * formats.FRAMES_PER_KEYFRAME)
-    frame = Path(data_dir) / frame_name
+    frame = resolve_inside(data_dir, frame_name, file=record.source, record=key, field="video_id")
     if not frame.is_file():
         raise DataError(f"{data_dir}: frame {frame_name} of keyframe {key} is missing")
     image = draw_keyframe(load_rgb(frame), boxes, interactions, drawn)
