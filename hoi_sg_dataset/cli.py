@@ -12,7 +12,7 @@ from pathlib import Path
 from hoi_bench.plugins import Command, DemoContext, DemoStep, Registry, deferred, display_path, positive_int
 
 BENCHMARK = "hoi_sg"
-TRAIN_HELP = "train and evaluate the object-prior and pair-classifier baselines"
+TRAIN_HELP = "train and evaluate the object-prior, pair-classifier and QPIC-style detector (--model detr) baselines"
 TRAIN_DEMO_NAME = "hoi_sg: object prior vs. a pair classifier trained a few steps (tracked), scored with hoi_map"
 DETECTOR_DEMO_NAME = "hoi_sg: the QPIC-style detector (tiny DETR) trained a few steps, scored with hoi_map"
 

@@ -18,7 +18,7 @@ from hoi_sg_dataset.detector import correct_mat, detector_prediction_entries
 from hoi_sg_dataset.predictions import read_predictions
 from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
 
-TINY = ["--model", "detr", "--backbone", "tiny-random", "--num-queries", "8", "--cpu"]
+TINY = ["--model", "detr", "--backbone", "tiny-random", "--num-queries", "8", "--eval-batch-size", "32", "--cpu"]
 
 
 @pytest.fixture(autouse=True)
@@ -161,10 +161,13 @@ def test_init_from_a_checkpoint_that_is_not_a_detr_detector_is_one_clear_error(h
 
 
 def test_init_from_a_detector_of_the_other_vocabulary_is_one_clear_error(hub, tmp_path):
-    main(argv(hub, tmp_path / "hico", "hico_split1", "--max-steps", "1"))
+    from hoi_bench.detection import HoiDetector, detr_config
+
+    HoiDetector(detr_config("tiny-random", num_queries=8), num_obj_classes=80, num_verb_classes=117
+                ).save_pretrained(tmp_path / "hico-model")
     with pytest.raises(HoiBenchError, match="80 object classes, vcoco_split1 needs 81"):
         main(argv(hub, tmp_path / "vcoco", "vcoco_split1", "--max-steps", "1", "--init-from",
-                  str(tmp_path / "hico" / "model")))
+                  str(tmp_path / "hico-model")))
 
 
 @pytest.mark.slow
