@@ -9,7 +9,7 @@ from hoi_bench.errors import FormatError
 
 
 def plot_predicate_metrics(report: dict, out: str | os.PathLike, *, title: str | None = None) -> Path:
-    """Draw the per-predicate bars of a report written by ``hoi-bench evaluate haystack`` into a PNG.
+    """Draw the per-predicate bars of a report written by ``hoi-bench evaluate p_auc`` into a PNG.
 
     Predicates are sorted by P-AUC; dashed lines mark the means. Undefined values (``None``) are left blank.
     P-AUC keeps the 0-1 axis (0.5 is chance); PDD and PDO axes end a little above their largest value, so bars
@@ -23,7 +23,7 @@ def plot_predicate_metrics(report: dict, out: str | os.PathLike, *, title: str |
     per_predicate = report.get("per_predicate")
     if not isinstance(per_predicate, dict) or not per_predicate:
         raise FormatError(None, "no per-predicate values to draw", field="per_predicate",
-                          expected="a non-empty mapping written by `hoi-bench evaluate haystack`",
+                          expected="a non-empty mapping written by `hoi-bench evaluate p_auc`",
                           found=per_predicate)
     names = sorted(per_predicate, key=lambda n: -(per_predicate[n].get("p_auc") or 0.0))
     out = Path(out)

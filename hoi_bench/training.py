@@ -158,8 +158,8 @@ class TrainingArguments:
                      "keep_checkpoints", "log_every"):
             if getattr(self, name) < 1:
                 raise HoiBenchError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
-        if self.validation_size is not None and not (
-                0 < self.validation_size < 1 or self.validation_size >= 1 and self.validation_size.is_integer()):
+        size = self.validation_size
+        if size is not None and not (0 < size < 1 or size >= 1 and float(size).is_integer()):
             raise HoiBenchError(f"--validation-size must be a fraction in (0, 1) or a whole count >= 1, got "
                                 f"{self.validation_size}")
         # NaN passes every comparison and infinity trains to loss=nan: check before any work
