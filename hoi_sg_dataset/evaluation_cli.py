@@ -119,9 +119,8 @@ def _configure_convert(parser: argparse.ArgumentParser) -> None:
 
 def _run_convert(args: argparse.Namespace) -> int:
     from hoi_sg_dataset.columnar import read_prediction_npz, write_prediction_npz
-    from hoi_sg_dataset.fast_json import read_prediction_set
     from hoi_sg_dataset.formats import write_json_atomic
-    from hoi_sg_dataset.predictions import prediction_json
+    from hoi_sg_dataset.predictions import prediction_json, read_prediction_set
 
     dataset = args.dataset or _dataset_of(args.predictions)
     if args.predictions.suffix == ".npz":
