@@ -262,6 +262,11 @@ def run_demo(context: DemoContext) -> None:
                             "--train-references", train_path, "--per-class", "--output", base / "hoi_map.json")
             for protocol in ("qpic", "ho-rcnn"):
                 result = hoi_map_files(test_path, pred_path, train_references=train_path, protocol=protocol)
+                if protocol == "qpic":
+                    with_gt = result["num_classes"]
+                else:
+                    context.say(f"(ho-rcnn averages all 600 HOI classes, so the {600 - with_gt} without test GT add "
+                                f"AP 0 each; qpic averages only the {with_gt} triplets the test GT has)")
                 context.say(
                     f"hoi-bench evaluate hoi_map --protocol {protocol} --references {test_path.name} "
                     f"--predictions {pred_path.name} --train-references {train_path.name}"
