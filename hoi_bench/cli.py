@@ -182,7 +182,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if not argv:  # a bare `hoi-bench`: what it can do, not an error
         parser.print_help()
         return 0
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)  # a training flags file is read while parsing
+    except HoiBenchError as error:
+        return _fail(str(error), "-v" in argv or "--verbose" in argv)
     if args.verb == "train":
         from hoi_bench.run_command import cli_command
 

@@ -64,24 +64,21 @@ def flag_file_argv(path: str | Path) -> list[str]:
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-    ...     _ = f.write('{"output_dir": "runs/a", "max-steps": 5, "cpu": true, "resume": null, "eval_splits": ["test"]}')
+    ...     _ = f.write('{"output_dir": "runs/a", "max-steps": 5, "cpu": true, "resume": null, '
+    ...                 '"eval_splits": ["test"]}')
     >>> flag_file_argv(f.name)
     ['--output-dir', 'runs/a', '--max-steps', '5', '--cpu', '--eval-splits', 'test']
     >>> os.unlink(f.name)
     """
+    import yaml
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-        if path.suffix == ".json":
-            values = json.loads(text)
-        else:
-            import yaml
-
-            values = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise HoiBenchError(f"{path}: cannot read the flags file ({error})") from error
-    except Exception as error:  # yaml.YAMLError, imported lazily
-        raise HoiBenchError(f"{path}: not a YAML mapping of flags ({' '.join(str(error).split())})") from error
+        values = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as error:
+        reason = " ".join(str(error).split())
+        raise HoiBenchError(f"{path}: cannot read the flags file ({reason})") from error
     if not isinstance(values, dict):
         raise HoiBenchError(f"{path}: expected a mapping of flag names to values, found {type(values).__name__}")
     words: list[str] = []

@@ -134,3 +134,30 @@ def test_metric_commands_are_named_as_their_evaluate_modules(name, alias, capsys
         assert exit_info.value.code == 0
         helps.append(capsys.readouterr().out.split("\n\n", 1)[1])  # past the usage lines naming the word
     assert helps[0] == helps[1]
+
+
+def test_hoi_bench_train_takes_underscore_flags_and_a_flags_file(tmp_path):
+    from hoi_bench import cli
+    from hoi_bench.plugins import load_registry
+
+    def parse(argv):
+        return cli.build_parser(load_registry(), argv).parse_args(argv)
+
+    args = parse(["train", "hoi_sg", "--data", "hub", "--output_dir", "runs/c", "--max_steps", "3", "--cache_dir", "c"])
+    assert (args.output_dir, args.max_steps, args.cache_dir) == (Path("runs/c"), 3, Path("c"))
+    flags = tmp_path / "run.yaml"
+    flags.write_text("data: hub\noutput_dir: runs/d\nmax_steps: 4\nmodel: object-prior\n")
+    args = parse(["train", "hoi_sg", str(flags)])
+    assert (args.data, args.output_dir, args.max_steps, args.model) == ("hub", Path("runs/d"), 4, "object-prior")
+
+
+def test_a_malformed_yaml_flags_file_is_one_line(tmp_path, capsys):
+    from hoi_bench import cli
+
+    flags = tmp_path / "run.yaml"
+    flags.write_text("data: [unclosed\n")
+    before = flags.read_bytes()
+    assert cli.main(["train", "hoi_sg", str(flags)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"hoi-bench: error: {flags}: cannot read the flags file")
+    assert flags.read_bytes() == before
