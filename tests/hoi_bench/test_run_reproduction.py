@@ -208,3 +208,20 @@ def test_version_and_bare_command(capsys):
     assert main([]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("usage: hoi-bench") and "train" in printed and "report" in printed
+
+
+def test_a_hub_backbone_and_dataset_become_base_model_and_datasets():
+    import torch
+
+    from hoi_bench.model_card import model_card
+    from hoi_bench.training import TrainingConfig
+
+    config = TrainingConfig(output_dir=Path("runs/x"), extra={"data": "org/hico-det-sg", "config": CONFIG,
+                                                               "backbone": "microsoft/resnet-50"})
+    results = {"splits": {"test": {"metrics": {"mAP": 0.25, "mAP_rare": None}}}, "overall": {}}
+    card = model_card(torch.nn.Linear(1, 1), "pair", config, "hoi-bench train hoi_sg ...", results, 7,
+                      processes=1, reproduce="python -m hoi_sg_dataset.baseline --max-steps 7")
+    assert card.data.base_model == "microsoft/resnet-50" and card.data.datasets == ["org/hico-det-sg"]
+    assert [(r.dataset_type, r.dataset_config, r.metric_type, r.metric_value) for r in card.data.eval_results] == [
+        ("org/hico-det-sg", CONFIG, "mAP", 0.25)]
+    assert "hoi-bench train hoi_sg ..." in card.text and "--max-steps 7" in card.text
