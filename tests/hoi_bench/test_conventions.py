@@ -93,6 +93,7 @@ def test_validation_size_carves_a_seeded_disjoint_split_by_row():
         carve_validation(baseline.train, 20, seed=3)
 
 
+@pytest.mark.slow
 def test_metric_for_best_selects_on_the_held_out_split(tmp_path):
     cfg = config(tmp_path, max_steps=4, eval_steps=2, metric_for_best="accuracy", validation_size=0.25)
     results = run_training(HeldOutToy(), cfg)
@@ -101,6 +102,7 @@ def test_metric_for_best_selects_on_the_held_out_split(tmp_path):
     assert results["best"]["metric"] == f"{HELD_OUT}/accuracy"
 
 
+@pytest.mark.slow
 def test_selecting_on_the_test_split_needs_an_explicit_flag(tmp_path):
     cfg = config(tmp_path, max_steps=2, metric_for_best="accuracy")
     with pytest.raises(HoiBenchError, match="selects on test, which the run reports.*--allow-test-selection"):

@@ -128,6 +128,7 @@ def test_an_output_naming_an_input_is_refused_before_any_work(tmp_path, capsys, 
     assert f"{option} " in line and "is one of the result files being reported" in line
 
 
+@pytest.mark.slow
 def test_plot_format_follows_the_extension(tmp_path, capsys):
     paths = [write(tmp_path, f"r{i}.json", {"mAP": v, "recall": 1 - v}) for i, v in enumerate((0.1, 0.3))]
     magic = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-", "svg": b"<?xml"}

@@ -58,6 +58,7 @@ def subprocess_env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
 
 
+@pytest.mark.slow
 def test_hoi_bench_train_records_its_own_command_and_prints_the_final_table(hub, tmp_path, capsys):
     out = tmp_path / "cli"
     argv = ["train", "hoi_sg", *prior_args(hub, out)]
@@ -139,6 +140,7 @@ def test_a_learning_rate_that_cannot_train_is_refused_before_any_work(hub, tmp_p
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_loss_that_turns_nan_stops_the_run_without_saving_a_model(tmp_path):
     import torch
 
