@@ -42,6 +42,7 @@ class ProtoNetBaseline(Baseline):
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.preprocessing = None
+        self.carved: str | None = None  # the split --validation-size carves from the training episodes
 
     def build_model(self):
         from hoi_bench.heads import PrototypeClassifier
@@ -55,6 +56,12 @@ class ProtoNetBaseline(Baseline):
 
     def eval_datasets(self) -> dict[str, Any]:
         return {split: load_split(self.args, split) for split in self.args.eval_splits}
+
+    def held_out(self, split: str, rows):
+        """Episodes carved from the training split (``--validation-size``): scored from their own query
+        labels, as ``bongard_accuracy`` scores the training split."""
+        self.carved = split
+        return rows
 
     def transform(self, rows: dict[str, list]) -> dict[str, list]:
         import torch
@@ -92,13 +99,29 @@ class ProtoNetBaseline(Baseline):
                 zip(batch["episode"], scores)]
 
     def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path):
+        if split == self.carved:
+            return self._finish_carved(split, records, predictions_dir)
         entries = prediction_entries(split, records)
         path = predictions_dir / f"{split}.json"
         _write_predictions(path, entries)
         result = _score(path, self.args)
         return path, {key: result[key][split] for key in ("accuracy", "episode_accuracy")}
 
+    def _finish_carved(self, split: str, records: list[dict[str, Any]], predictions_dir: Path):
+        """The carved episodes' prediction file (entries of the training split) and their accuracy."""
+        from bongard_hoi.evaluation import bongard_accuracy, decisions_from_scores
+
+        entries = prediction_entries(self.args.train_split, records)
+        path = predictions_dir / f"{split}.json"
+        _write_predictions(path, entries)
+        decisions = decisions_from_scores([entry["prediction"] for entry in entries])
+        truth = [QUERIES.index(entry["query"]) for entry in entries]
+        result = bongard_accuracy(decisions, truth, [self.args.train_split] * len(entries),
+                                  episodes=[entry["episode"] for entry in entries])
+        return path, {key: result[key][self.args.train_split] for key in ("accuracy", "episode_accuracy")}
+
     def finalize(self, predictions_dir: Path, splits: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        splits = {name: entry for name, entry in splits.items() if name != self.carved}
         if not splits:
             return {}
         entries = []

@@ -1,6 +1,6 @@
 """Commands and demo steps this package adds to `hoi-bench` (entry point `hoi_bench.plugins`).
 
-``build bongard_hoi``, ``stats bongard_hoi``, ``episodes``, ``show bongard_hoi``, ``evaluate bongard``; demo steps
+``build bongard_hoi``, ``stats bongard_hoi``, ``episodes``, ``show bongard_hoi``, ``evaluate bongard_accuracy``; demo steps
 12 (build the sample, load it, draw a sheet) and 32 (accuracy of a simple rule).
 """
 
@@ -28,8 +28,8 @@ def register(registry: Registry) -> None:
                                  _configure_episodes, _run_episodes))
     registry.add_command(Command("show", BENCHMARK, "draw a Bongard-HOI episode as a sheet PNG",
                                  _configure_show, _run_show))
-    registry.add_command(Command("evaluate", "bongard", "Bongard-HOI query accuracy per split and the test mean",
-                                 _configure_evaluate, _run_evaluate))
+    registry.add_command(Command("evaluate", "bongard_accuracy", "Bongard-HOI query accuracy per split and the "
+                                 "test mean", _configure_evaluate, _run_evaluate, aliases=("bongard",)))
     registry.add_demo_step(DemoStep("bongard_hoi: build the sample episodes, load them, draw a sheet", 12, _demo_build))
     registry.add_demo_step(DemoStep("bongard_hoi: accuracy of a colour-prototype rule", 32, _demo_rule))
     # training command and demo step (issue 7): the baseline module (numpy, torch) loads only when they run
@@ -265,7 +265,7 @@ def _demo_rule(context: DemoContext) -> None:
     predictions = base / "colour_rule_predictions.json"
     write_json_atomic(predictions, records)
     result = evaluate_prediction_file(predictions, hub)
-    context.say("colour-histogram nearest-prototype rule (no training), scored by hoi-bench evaluate bongard:")
+    context.say("colour-histogram nearest-prototype rule (no training), scored by hoi-bench evaluate bongard_accuracy:")
     for split in TEST_SPLITS:
         context.result(BENCHMARK, split, "query accuracy (colour rule)", result["accuracy"][split])
     context.result(BENCHMARK, "test mean", "query accuracy (colour rule)", result["test_mean"])

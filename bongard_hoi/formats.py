@@ -245,7 +245,7 @@ def read_episode_file(path: str | os.PathLike) -> list[Episode]:
 
 def count_episodes(path: str | os.PathLike) -> int:
     """The number of episodes of an episode file, which is validated exactly as :func:`read_episode_file` does
-    (without building its records: what ``evaluate bongard`` needs from the reference files)."""
+    (without building its records: what ``evaluate bongard_accuracy`` needs from the reference files)."""
     path = Path(path)
     typed = _decode_typed(read_bytes(path, "episode file"))
     return len(read_episode_file(path)) if typed is None else len(typed)

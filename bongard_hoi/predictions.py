@@ -1,4 +1,4 @@
-"""Prediction files for ``hoi-bench evaluate bongard`` and the episode counts they are checked against.
+"""Prediction files for ``hoi-bench evaluate bongard_accuracy`` and the episode counts they are checked against.
 
 A prediction file is a JSON list of ``{"split", "episode", "query": "positive"|"negative", "prediction"}`` where
 ``prediction`` is ``"positive"``/``"negative"`` (the side the query is judged to belong to) or
@@ -112,7 +112,7 @@ def _parse_record(record, index: int, file: str, counts: Mapping[str, int]):
 
 
 def evaluate_prediction_file(predictions: str | os.PathLike, references: str | os.PathLike) -> dict:
-    """Score a prediction file against reference episodes: the ``evaluate bongard`` output dict.
+    """Score a prediction file against reference episodes: the ``evaluate bongard_accuracy`` output dict.
 
     The file is decoded by msgspec into typed records and checked with numpy
     (:func:`typed_prediction_arrays`); a file failing any check is read again by :func:`prediction_arrays`,

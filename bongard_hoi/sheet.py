@@ -1,7 +1,8 @@
 """Draw one episode as a sheet: positives | negatives | queries, with the human and object boxes and labels.
 
 Works on a dataset row (``load_dataset(FOLDER, "episodes")[split][n]``, or a row made by ``episode_row``); an
-image cell without pixels (episodes sampled without images) is drawn as a grey tile with its boxes.
+image cell without pixels (episodes sampled without images) is drawn as a grey tile with its boxes. Captions wrap
+onto as many lines under the tile as the longest one needs (:func:`caption_lines`): none is cut off.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from PIL import Image, ImageDraw, ImageFont
 from hoi_bench.images import load_rgb
 
 TILE = 150
-LABEL_HEIGHT = 14
+LINE_HEIGHT = 13
 GAP = 8
 HEADER = 22
 SUBJECT_COLOUR = (40, 110, 255)
@@ -22,8 +23,33 @@ OBJECT_COLOUR = (255, 60, 40)
 SIDE_COLOURS = {"positives": (30, 150, 60), "negatives": (200, 40, 40), "queries": (90, 90, 90)}
 
 
-def _tile(cell: dict, caption: str) -> Image.Image:
-    """One image letterboxed into a ``TILE`` square, boxes drawn, caption underneath."""
+def caption_lines(caption: str, font, width: int = TILE - 4) -> list[str]:
+    """``caption`` broken into lines no wider than ``width`` pixels in ``font``: at spaces, and inside a word only
+    when the word alone is wider; joined with spaces they give the caption back.
+
+    >>> font = ImageFont.load_default()
+    >>> caption_lines("negative: hold_and_ride_on surfboard", font, width=90)
+    ['negative:', 'hold_and_ride_on', 'surfboard']
+    """
+    def fits(text: str) -> bool:
+        return font.getlength(text) <= width
+
+    lines: list[str] = []
+    for word in caption.split():
+        candidate = f"{lines[-1]} {word}" if lines else word
+        if lines and fits(candidate):
+            lines[-1] = candidate
+            continue
+        while not fits(word) and len(word) > 1:
+            cut = max(n for n in range(1, len(word) + 1) if fits(word[:n]) or n == 1)
+            lines.append(word[:cut])
+            word = word[cut:]
+        lines.append(word)
+    return lines or [""]
+
+
+def _tile(cell: dict, lines: list[str], label_height: int, font) -> Image.Image:
+    """One image letterboxed into a ``TILE`` square, boxes drawn, the caption's ``lines`` underneath."""
     x1, y1, x2, y2 = cell["crop_bbox"]
     picture = cell.get("image")
     if picture is None:
@@ -33,44 +59,56 @@ def _tile(cell: dict, caption: str) -> Image.Image:
         image = load_rgb(picture)
     scale = min(TILE / image.width, TILE / image.height)
     shown = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))))
-    tile = Image.new("RGB", (TILE, TILE + LABEL_HEIGHT), (255, 255, 255))
+    tile = Image.new("RGB", (TILE, TILE + label_height), (255, 255, 255))
     offset = ((TILE - shown.width) // 2, (TILE - shown.height) // 2)
     tile.paste(shown, offset)
     draw = ImageDraw.Draw(tile)
     for key, colour in (("sub_bbox", SUBJECT_COLOUR), ("obj_bbox", OBJECT_COLOUR)):
         bx1, by1, bx2, by2 = (v * scale for v in cell[key])
         draw.rectangle([offset[0] + bx1, offset[1] + by1, offset[0] + bx2, offset[1] + by2], outline=colour, width=2)
-    draw.text((2, TILE + 1), caption[:26], fill=(0, 0, 0), font=ImageFont.load_default())
+    for number, line in enumerate(lines):
+        draw.text((2, TILE + 1 + number * LINE_HEIGHT), line, fill=(0, 0, 0), font=font)
     return tile
+
+
+def episode_captions(row: dict) -> list[tuple[dict, str]]:
+    """``(cell, caption)`` of every image of the sheet: the positives, the negatives, then the two queries."""
+    shots = [(cell, f"{cell['act_class']} {cell['obj_class']}")
+             for cell in (*row["positive_shots"], *row["negative_shots"])]
+    queries = [(cell, f"{side}: {cell['act_class']} {cell['obj_class']}")
+               for side, cell in (("positive", row["positive_query"]), ("negative", row["negative_query"]))]
+    return shots + queries
 
 
 def draw_episode(row: dict, *, title: str | None = None) -> Image.Image:
     """The sheet of one episode row: 2x3 positives | 2x3 negatives | the two queries stacked."""
-    tile_h = TILE + LABEL_HEIGHT
+    font = ImageFont.load_default()
+    tiles = [(cell, caption_lines(caption, font)) for cell, caption in episode_captions(row)]
+    label_height = max(len(lines) for _, lines in tiles) * LINE_HEIGHT + 3
+    tile_h = TILE + label_height
     panel_w = 3 * TILE + 2 * GAP
     width = 2 * panel_w + TILE + 4 * GAP + 2 * GAP
     height = HEADER * 2 + 2 * tile_h + GAP + 2 * GAP
     sheet = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(sheet)
-    font = ImageFont.load_default()
     heading = title or f"episode {row['episode']}: {row['concept']}"
     draw.text((GAP, 4), heading + "   (blue: person, red: object)", fill=(0, 0, 0), font=font)
-    panels = (("positives", row["positive_shots"], GAP),
-              ("negatives", row["negative_shots"], GAP + panel_w + 2 * GAP))
+    shots = len(row["positive_shots"])
+    panels = (("positives", tiles[:shots], GAP),
+              ("negatives", tiles[shots:-2], GAP + panel_w + 2 * GAP))
     for name, cells, left in panels:
         draw.text((left, HEADER + 2), f"{name} ({row['concept'] if name == 'positives' else 'not ' + row['concept']})",
                   fill=SIDE_COLOURS[name], font=font)
-        for index, cell in enumerate(cells):
+        for index, (cell, lines) in enumerate(cells):
             x = left + (index % 3) * (TILE + GAP)
             y = 2 * HEADER + (index // 3) * (tile_h + GAP)
-            sheet.paste(_tile(cell, f"{cell['act_class']} {cell['obj_class']}"), (x, y))
+            sheet.paste(_tile(cell, lines, label_height, font), (x, y))
         draw.rectangle([left - 3, 2 * HEADER - 3, left + panel_w + 2, 2 * HEADER + 2 * tile_h + GAP + 2],
                        outline=SIDE_COLOURS[name], width=2)
     left = GAP + 2 * (panel_w + 2 * GAP)
     draw.text((left, HEADER + 2), "queries", fill=SIDE_COLOURS["queries"], font=font)
-    for index, (side, cell) in enumerate((("positive", row["positive_query"]), ("negative", row["negative_query"]))):
-        sheet.paste(_tile(cell, f"{side}: {cell['act_class']} {cell['obj_class']}"),
-                    (left, 2 * HEADER + index * (tile_h + GAP)))
+    for index, (cell, lines) in enumerate(tiles[-2:]):
+        sheet.paste(_tile(cell, lines, label_height, font), (left, 2 * HEADER + index * (tile_h + GAP)))
     return sheet
 
 

@@ -36,7 +36,7 @@ def episode_scores(row: dict) -> dict[str, list[float]]:
 
 
 def predict_split(rows: Iterable[dict], split: str) -> list[dict]:
-    """Prediction records in the ``hoi-bench evaluate bongard`` format for every episode of ``rows``."""
+    """Prediction records in the ``hoi-bench evaluate bongard_accuracy`` format for every episode of ``rows``."""
     records = []
     for row in rows:
         for side, scores in episode_scores(row).items():

@@ -1,6 +1,6 @@
 """Commands and demo steps this package adds to `hoi-bench` (entry point `hoi_bench.plugins`).
 
-``build haystack``, ``stats haystack``, ``evaluate haystack`` (P-AUC / PDD / PDO), ``evaluate sg_recall``
+``build haystack``, ``stats haystack``, ``evaluate p_auc`` (P-AUC / PDD / PDO), ``evaluate sg_recall``
 (R@k / mR@k / ngR@k), ``convert recall-predictions`` (JSON <-> columnar NPZ), ``show haystack`` (per-predicate
 chart); demo steps 11 (build + load the sample) and 31 (score a frequency prior on it). Everything beyond argparse
 is imported inside the command that needs it, so ``hoi-bench evaluate ... --help`` starts fast.
@@ -25,8 +25,9 @@ def register(registry: Registry) -> None:
                                  _configure_build, _run_build))
     registry.add_command(Command("stats", BENCHMARK, "count images, relations and negatives of a PSG/Haystack file",
                                  _configure_stats, _run_stats))
-    registry.add_command(Command("evaluate", BENCHMARK, "P-AUC / PDD / PDO of a Haystack NPY output",
-                                 _configure_evaluate, _run_evaluate))
+    registry.add_command(Command("evaluate", "p_auc", "P-AUC / PDD / PDO of a Haystack NPY output (the p_auc, "
+                                 "pdd and pdo metrics at once)", _configure_evaluate, _run_evaluate,
+                                 aliases=("pdd", "pdo", BENCHMARK)))
     registry.add_command(Command("evaluate", "sg_recall", "R@k / mR@k / ngR@k of scene-graph predictions (OpenPSG)",
                                  _configure_recall, _run_recall))
     registry.add_command(Command("convert", "recall-predictions",
@@ -215,7 +216,7 @@ def _run_convert(args: argparse.Namespace) -> int:
 
 
 def _configure_show(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--metrics", type=Path, required=True, help="JSON written by `hoi-bench evaluate haystack`")
+    parser.add_argument("--metrics", type=Path, required=True, help="JSON written by `hoi-bench evaluate p_auc`")
     parser.add_argument("--out", type=Path, required=True,
                         help="chart to write; the extension picks the format (.png, .pdf, .svg, ...)")
 
@@ -314,7 +315,7 @@ def demo_score(context: DemoContext) -> None:
         context.result(BENCHMARK, "test", f"{name.upper().replace('_', '-')} (freq. prior)", report["mean"][name])
     for name in ("R@20", "mR@20", "R@50", "mR@50", "R@100", "mR@100"):
         context.result("psg", "test", f"{name} PredCls (freq. prior)", recall[name])
-    context.suggest("hoi-bench", "evaluate", "haystack", "--annotations", base / "native" / "haystack" /
+    context.suggest("hoi-bench", "evaluate", "p_auc", "--annotations", base / "native" / "haystack" /
                     "annotation_v1.json", "--predictions", npy, "--rank-mode", "official", "--output",
                     base / "frequency_prior_haystack_official.json")
     context.artifacts["haystack metrics"] = metrics

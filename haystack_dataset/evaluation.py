@@ -473,7 +473,7 @@ class PredicateDiscrimination:
                 "rank_mode": self.rank_mode, "min_positives": self.min_positives}
 
     def to_dict(self, predicate_names: list[str] | None = None) -> dict:
-        """The report written by ``hoi-bench evaluate haystack``: NaN becomes ``None`` so the dict is valid JSON."""
+        """The report written by ``hoi-bench evaluate p_auc``: NaN becomes ``None`` so the dict is valid JSON."""
         names = predicate_names or [str(i) for i in range(len(self.p_auc))]
         per_predicate = {
             names[p]: {"p_auc": _json_float(self.p_auc[p]), "pdd": _json_float(self.pdd[p]),

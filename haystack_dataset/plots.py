@@ -39,11 +39,11 @@ def check_report(report: Any, file: str | os.PathLike | None = None) -> dict:
     file = None if file is None else str(file)
     if not isinstance(report, dict):
         raise FormatError(file, "not a Haystack metrics report", expected="a JSON object written by "
-                          "`hoi-bench evaluate haystack`", found=type(report).__name__)
+                          "`hoi-bench evaluate p_auc`", found=type(report).__name__)
     per_predicate = report.get("per_predicate")
     if not isinstance(per_predicate, dict) or not per_predicate:
         raise FormatError(file, "no per-predicate values to draw", field="per_predicate",
-                          expected="a non-empty mapping written by `hoi-bench evaluate haystack`",
+                          expected="a non-empty mapping written by `hoi-bench evaluate p_auc`",
                           found=per_predicate)
     entries = [(f"per_predicate.{name}", values) for name, values in per_predicate.items()]
     entries += [("mean", report["mean"])] if report.get("mean") is not None else []
@@ -61,7 +61,7 @@ def check_report(report: Any, file: str | os.PathLike | None = None) -> dict:
 
 def plot_predicate_metrics(report: dict, out: str | os.PathLike, *, title: str | None = None,
                            file: str | os.PathLike | None = None) -> Path:
-    """Draw the per-predicate bars of a report written by ``hoi-bench evaluate haystack`` into ``out``.
+    """Draw the per-predicate bars of a report written by ``hoi-bench evaluate p_auc`` into ``out``.
 
     The image format follows the extension of ``out`` (``.png``, ``.pdf``, ``.svg``, ... as matplotlib writes
     them; an unknown one is an ``OutputPathError``). Predicates are sorted by P-AUC; dashed lines mark the means.

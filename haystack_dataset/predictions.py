@@ -1,6 +1,6 @@
 """Model-output files the metrics read: the Haystack NPY and the scene-graph recall predictions (JSON or NPZ).
 
-**Haystack NPY** (read by ``calc_metrics.py`` and by ``hoi-bench evaluate haystack``): one 2-D float array, one
+**Haystack NPY** (read by ``calc_metrics.py`` and by ``hoi-bench evaluate p_auc``): one 2-D float array, one
 row per ordered pair of segments, ``[image_id, subject, object, score_0, ..., score_{n-1}]``. Subject and object
 index the image's ``segments_info``; the n scores follow ``predicate_classes`` and contain **no no-relation
 column**. Rows need not sum to 1 (OpenPSG's dumper drops the background column of a 57-way softmax without
@@ -135,7 +135,7 @@ def _npy_header(handle: BinaryIO, file: str) -> tuple[tuple[int, ...], bool, np.
 def read_haystack_npy(path: str | os.PathLike) -> np.ndarray:
     """Load a Haystack output array (float64, shape (rows, 3 + n)); its content is checked by the metrics.
 
-    ``hoi-bench evaluate haystack`` reads the file block by block through :class:`NpyRows` instead.
+    ``hoi-bench evaluate p_auc`` reads the file block by block through :class:`NpyRows` instead.
     """
     return NpyRows(path).read().astype(np.float64)
 

@@ -17,8 +17,10 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from hoi_bench import __version__
 from hoi_bench.errors import HoiBenchError
 from hoi_bench.files import check_output_file, refuse_overwriting_inputs
+from hoi_bench.flags import FlagParser
 from hoi_bench.plugins import FILE_OUTPUTS, FILE_OUTPUTS_BY_VERB, VERBS, DemoContext, Registry, load_registry
 from hoi_bench.publish_cli import add_publish_commands
 from hoi_bench.report import format_table
@@ -40,11 +42,13 @@ def build_parser(registry: Registry, argv: Sequence[str] | None = None) -> argpa
     """
     parser = argparse.ArgumentParser(prog="hoi-bench", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages, show error tracebacks")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
     words = None if argv is None else [word for word in argv if not word.startswith("-")][:2]
 
-    def wanted(verb: str, name: str | None) -> bool:
-        return words is None or words[:1] == [verb] and (name is None or words[1:2] == [name])
+    def wanted(verb: str, name: str | None, aliases: Sequence[str] = ()) -> bool:
+        return words is None or words[:1] == [verb] and (name is None or words[1:2] in (
+            [[name]] + [[alias] for alias in aliases]))
 
     by_verb: dict[str, list] = {}
     for (verb, _name), command in registry.commands.items():
@@ -58,10 +62,13 @@ def build_parser(registry: Registry, argv: Sequence[str] | None = None) -> argpa
             sub.set_defaults(handler=unnamed[0].run)
             continue
         sub = verbs.add_parser(verb, help=VERBS[verb], description=VERBS[verb])
-        names = sub.add_subparsers(dest="name", required=True, metavar="NAME")
+        # training flags follow transformers' scripts: --max_steps as well as --max-steps, a JSON/YAML flags file
+        names = sub.add_subparsers(dest="name", required=True, metavar="NAME",
+                                   parser_class=FlagParser if verb == "train" else argparse.ArgumentParser)
         for command in sorted(commands, key=lambda c: c.name):
-            leaf = names.add_parser(command.name, help=command.help, description=command.help)
-            if wanted(verb, command.name):
+            leaf = names.add_parser(command.name, help=command.help, description=command.help,
+                                    aliases=list(command.aliases))
+            if wanted(verb, command.name, command.aliases):
                 command.configure(leaf)
             leaf.set_defaults(handler=command.run)
 
@@ -194,7 +201,17 @@ def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     registry = load_registry()
     parser = build_parser(registry, argv)
-    args = parser.parse_args(argv)
+    if not argv:  # a bare `hoi-bench`: what it can do, not an error
+        parser.print_help()
+        return 0
+    try:
+        args = parser.parse_args(argv)  # a training flags file is read while parsing
+    except HoiBenchError as error:
+        return _fail(str(error), "-v" in argv or "--verbose" in argv)
+    if args.verb == "train":
+        from hoi_bench.run_command import cli_command
+
+        args.launch_command = cli_command(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING if args.verb == "demo" else logging.INFO
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:

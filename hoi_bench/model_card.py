@@ -1,8 +1,10 @@
 """The model card (``README.md``) of a model folder a training run writes (``OUTPUT/model``, ``OUTPUT/best``).
 
-Hub model-card format: a YAML metadata block (``library_name``, ``tags``, and, when they are Hub ids, the
-``datasets`` trained on, the ``base_model`` backbone and a ``model-index`` of the final metrics), then what
-the model is, how to load it, the data, the training setup, the exact command line and the metrics.
+Hub model-card format: a YAML metadata block built with ``huggingface_hub.ModelCardData`` (``library_name``,
+``tags``, ``license``, the ``datasets`` trained on, the ``base_model`` backbone when it is a Hub id, the
+``metrics`` and a ``model-index`` of the run's results as ``EvalResult`` entries), then what the model is, how
+to load it, the data, the training setup, the command that was run and the one that repeats every setting, and
+the metrics.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from hoi_bench.run_results import flat_metrics
+
+#: the weights inherit the terms of the images they were trained on (HICO-DET, COCO, ...), not the code's Apache-2.0
+LICENSE = "other"
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 VERSIONED = ("hoi-bench", "torch", "transformers", "accelerate", "datasets", "huggingface_hub")
 SETUP = ("max_steps", "batch_size", "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type",
@@ -29,27 +35,29 @@ def hub_id(value: Any) -> str | None:
 
 
 def model_card(model, baseline_name: str, config, command: str, results: dict[str, Any], step: int, *,
-               processes: int):
+               processes: int, reproduce: str | None = None):
     """The ``huggingface_hub.ModelCard`` of ``model`` after ``step`` steps of the run ``config`` describes.
 
     ``results`` holds the evaluation the card reports (``splits`` → ``metrics``, ``overall``); ``command`` is
-    the run's settings as one command line (:func:`hoi_bench.training.command_line`).
+    the command line that started the run, ``reproduce`` the run's settings as one command line
+    (:func:`hoi_bench.training.command_line`). The dataset is named by its Hub id, or by its folder's name when
+    it was a local folder.
     """
     from huggingface_hub import EvalResult, ModelCard, ModelCardData
-
-    from hoi_bench.training import flat_metrics
 
     extra = config.extra
     module = type(model).__module__
     model_class = type(model).__name__
     dataset, dataset_config = extra.get("data"), extra.get("config")
-    dataset_id = hub_id(dataset)
+    dataset_id = hub_id(dataset) or (Path(str(dataset)).name if dataset else None)
     metrics = flat_metrics(results)
     data = ModelCardData(
         library_name="hoi-bench",
+        license=LICENSE,
         tags=["hoi-bench", baseline_name, "model_hub_mixin", "pytorch_model_hub_mixin"],
         datasets=[dataset_id] if dataset_id else None,
         base_model=hub_id(extra.get("backbone")),
+        metrics=list(dict.fromkeys(key.rsplit("/", 1)[1] for key in metrics)) or None,
         model_name=baseline_name if dataset_id and metrics else None,
         eval_results=[EvalResult(task_type="other", dataset_type=dataset_id, dataset_name=dataset_id,
                                  dataset_config=dataset_config, dataset_split=key.rsplit("/", 1)[0],
@@ -64,8 +72,8 @@ def model_card(model, baseline_name: str, config, command: str, results: dict[st
     body = "\n".join([
         f"# {baseline_name}",
         "",
-        (f"A `{model_class}` (`{module}`) trained with [hoi-bench](https://pypi.org/project/hoi-bench/)'s "
-         f"`{baseline_name}` baseline on `{dataset}` (config `{dataset_config}`) for {step} steps."),
+        (f"A `{model_class}` (`{module}`) trained with hoi-bench's `{baseline_name}` baseline on `{dataset}` "
+         f"(config `{dataset_config}`) for {step} steps."),
         "",
         "## How to use",
         "",
@@ -90,10 +98,16 @@ def model_card(model, baseline_name: str, config, command: str, results: dict[st
         "|---|---|",
         *[f"| {name} | `{value}` |" for name, value in setup],
         "",
-        "Command line (every setting spelled out; `accelerate launch -m` takes the same flags):",
+        "The command that was run:",
         "",
         "```bash",
         command,
+        "```",
+        "",
+        "The same run with every setting spelled out (`accelerate launch -m` takes the same flags):",
+        "",
+        "```bash",
+        reproduce or command,
         "```",
         "",
         f"## Evaluation (step {step})",
@@ -101,6 +115,11 @@ def model_card(model, baseline_name: str, config, command: str, results: dict[st
         *(["| split / metric | value |", "|---|---|",
            *[f"| {key} | {value:.6g} |" for key, value in metrics.items()]]
           if metrics else ["No evaluation split was scored."]),
+        "",
+        "## License",
+        "",
+        ("`other`: the weights were trained on the dataset's images and annotations and carry their terms (see "
+         "the dataset card); hoi-bench's code is Apache-2.0."),
         "",
         "## Framework versions",
         "",

@@ -72,6 +72,11 @@ class PairBaseline(Baseline):
         self.references = {name: self.split(name) for name in self.args.eval_splits}
         return self.references
 
+    def held_out(self, split: str, rows):
+        """Rows carved from train (``--validation-size``) are scored like any split: they are its references."""
+        self.references[split] = rows
+        return rows
+
     def transform(self, rows: dict[str, list]) -> dict[str, list]:
         return self.pair_rows(rows, limit=None)
 

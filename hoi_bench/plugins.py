@@ -114,6 +114,8 @@ class Command:
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int | None]
+    #: other names the command answers to (e.g. a metric command's earlier name)
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

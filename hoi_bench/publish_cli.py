@@ -35,8 +35,11 @@ def add_publish_commands(verbs: argparse._SubParsersAction) -> None:
     report.add_argument("--output", type=Path, help="write the report as JSON here")
     report.add_argument("--markdown", type=Path, help="write a Markdown table here")
     report.add_argument("--latex", type=Path, help="write a LaTeX table here")
-    report.add_argument("--plot", type=Path, help="draw the groups side by side as a PNG here")
-    report.add_argument("--plot-metric", help="metric to plot (default: mAP when reported, else the first)")
+    report.add_argument("--plot", type=Path,
+                        help="draw the groups side by side here; the extension picks the format (.png at 300 dpi, "
+                             ".pdf, .svg)")
+    report.add_argument("--metrics", "--plot-metric", nargs="+", dest="plot_metrics", metavar="METRIC",
+                        help="metrics to plot, one panel each (default: mAP when reported, else the first)")
     report.add_argument("--per-class", action="store_true",
                         help="also summarise per-class breakdowns (ap_per_*, per_*)")
     report.set_defaults(handler=_run_report)
@@ -55,10 +58,14 @@ def _run_push_metric(args: argparse.Namespace) -> int:
 def _run_report(args: argparse.Namespace) -> int:
     from hoi_bench import results_report
 
+    results_report.check_outputs_are_not_inputs(args.results, {
+        "--output": args.output, "--markdown": args.markdown, "--latex": args.latex, "--plot": args.plot})
+    if args.plot is not None:
+        results_report.plot_format(args.plot)
     report = results_report.build_report(args.results, args.labels, per_class=args.per_class)
     print(results_report.format_text(report))
     written = results_report.write_outputs(report, output=args.output, markdown=args.markdown, latex=args.latex,
-                                           plot=args.plot, plot_metric_name=args.plot_metric)
+                                           plot=args.plot, plot_metric_names=args.plot_metrics)
     for path in written:
         print(f"wrote {path}")
     return 0

@@ -8,10 +8,13 @@ from numbers import Integral, Real
 
 
 def format_value(value: object, digits: int = 4) -> str:
-    """Fractions rounded for reading, counts as integers, ``None`` as ``n/a``; numpy scalars alike.
+    """Fractions rounded for reading, counts as integers, ``None`` as ``n/a``; numpy scalars alike. A float of a
+    million or more is written in exponent form (not 300 digits for 1e300).
 
     >>> format_value(0.123456), format_value(None), format_value(12), format_value("x"), format_value(float("nan"))
     ('0.1235', 'n/a', '12', 'x', 'nan')
+    >>> format_value(1e308)
+    '1.0000e+308'
     """
     if value is None:
         return "n/a"
@@ -20,7 +23,8 @@ def format_value(value: object, digits: int = 4) -> str:
     if isinstance(value, Integral):
         return str(int(value))
     if isinstance(value, Real):
-        return f"{float(value):.{digits}f}"
+        number = float(value)
+        return f"{number:.{digits}e}" if abs(number) >= 1e6 else f"{number:.{digits}f}"
     return str(value)
 
 

@@ -18,7 +18,7 @@ What a run leaves in ``--output-dir``::
     log.json            config, loss history (step, loss, learning rate), every evaluation, final metrics
     results.json        final metrics per split and the prediction files they were computed from
     predictions/        one native prediction file per evaluated split (written by the baseline)
-    checkpoints/step_N  accelerate state (model, optimizer, scheduler, RNG) + trainer_state.json
+    checkpoints/step_N  accelerate state (model, optimizer, scheduler, RNG) + run_state.json
     evaluations/step_N  prediction files of an evaluation during training (the latest and the best kept)
     best/               with --metric-for-best: the best evaluated model (save_pretrained folder + card)
     model/              the final model: config.json, model.safetensors, README.md (model card)
@@ -36,18 +36,20 @@ import argparse
 import json
 import math
 import os
-import shlex
+import re
 import shutil
+import sys
 import time
-import types
-import typing
 from collections.abc import Callable, Sequence
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hoi_bench.errors import ConfigError, HoiBenchError
 from hoi_bench.files import dumps_json
+from hoi_bench.flags import FlagParser, add_dataclass_flags
+from hoi_bench.run_command import main_module, module_command, script_command, settings_command
+from hoi_bench.run_results import flat_metrics, results_table
 
 if TYPE_CHECKING:  # torch is imported when a run starts, so building the `hoi-bench` parser stays fast
     import torch
@@ -63,9 +65,16 @@ STEP_GAMMA = 0.1
 TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio", "mlflow": "mlflow"}
 REPORT_TO = ("none", *TRACKER_PACKAGES, "all")
 METRIC_MODES = ("max", "min")
+#: the split --validation-size carves from train: the one split --metric-for-best may select on by default
+HELD_OUT = "heldout"
 CHECKPOINTS = "checkpoints"
+HUB_MODEL_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 EVALUATIONS = "evaluations"
-TRAINER_STATE = "trainer_state.json"
+#: where training stood, beside each checkpoint's accelerate state; not transformers' ``trainer_state.json``,
+#: whose schema (``TrainerState``) this is not
+RUN_STATE = "run_state.json"
+#: the name earlier versions wrote, still read on ``--resume``
+LEGACY_RUN_STATE = "trainer_state.json"
 
 
 def _flag(help: str, **options: Any) -> dict[str, Any]:
@@ -74,9 +83,12 @@ def _flag(help: str, **options: Any) -> dict[str, Any]:
 
 
 @dataclass
-class TrainingConfig:
-    """Everything the loop needs besides the baseline; each field is one ``--flag`` of
-    :func:`add_training_arguments` (name, type, default and help come from here, so the two cannot drift)."""
+class TrainingArguments:
+    """The loop's flags: each field is one ``--flag`` of :func:`add_training_arguments`, made by
+    ``transformers.HfArgumentParser`` (``--max-steps`` and ``--max_steps``; name, type, default and help come
+    from here, so the two cannot drift)."""
+
+    _argument_group_name = "training (hoi_bench.training)"
 
     output_dir: Path = field(metadata=_flag("folder for checkpoints, log, predictions, the model"))
     max_steps: int = field(default=1000, metadata=_flag("optimizer updates (0: evaluate only)"))
@@ -118,6 +130,13 @@ class TrainingConfig:
         metavar="METRIC"))
     metric_mode: str = field(default="max", metadata=_flag("whether a larger or a smaller --metric-for-best "
                                                            "is better", choices=METRIC_MODES))
+    validation_size: float | None = field(default=None, metadata=_flag(
+        f"carve a '{HELD_OUT}' split from the training rows (a fraction, e.g. 0.1, or a count, e.g. 200; "
+        "seeded by --seed; a row is an image, or an episode for Bongard-HOI): evaluated with the others, it is "
+        "where --metric-for-best selects", metavar="FRACTION|COUNT"))
+    allow_test_selection: bool = field(default=False, metadata=_flag(
+        f"let --metric-for-best select on a reported (test) split instead of '{HELD_OUT}': the kept model's "
+        "score on that split is then optimistic"))
     push_to_hub: str | None = field(default=None, metadata=_flag(
         "upload the final model folder (weights, config, model card) to this Hub model repo",
         metavar="ORG/NAME"))
@@ -128,7 +147,6 @@ class TrainingConfig:
         "train on the first N batches only, unshuffled (sanity check: loss must fall)"))
     eval_only: bool = field(default=False, metadata=_flag(
         "skip training; evaluate the model of --resume or --init-from (or the untrained model)"))
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.output_dir = Path(self.output_dir)
@@ -147,31 +165,29 @@ class TrainingConfig:
                      "keep_checkpoints", "log_every"):
             if getattr(self, name) < 1:
                 raise HoiBenchError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        size = self.validation_size
+        if size is not None and not (0 < size < 1 or size >= 1 and float(size).is_integer()):
+            raise HoiBenchError(f"--validation-size must be a fraction in (0, 1) or a whole count >= 1, got "
+                                f"{self.validation_size}")
+        # NaN passes every comparison and infinity trains to loss=nan: check before any work
+        for name, smallest in (("learning_rate", "> 0"), ("weight_decay", ">= 0"), ("max_grad_norm", ">= 0")):
+            value = getattr(self, name)
+            if not math.isfinite(value) or (value <= 0 if smallest == "> 0" else value < 0):
+                raise HoiBenchError(f"--{name.replace('_', '-')} must be a finite number {smallest}, got {value}")
+
+
+@dataclass
+class TrainingConfig(TrainingArguments):
+    """Everything the loop needs besides the baseline: the :class:`TrainingArguments` and ``extra``, the
+    baseline's other settings (logged, spelled out in the command that repeats the run)."""
+
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def add_training_arguments(parser: argparse.ArgumentParser, **defaults: Any) -> None:
-    """Add one flag per :class:`TrainingConfig` field to ``parser``; ``defaults`` overrides their defaults
+    """Add one flag per :class:`TrainingArguments` field to ``parser``; ``defaults`` overrides their defaults
     (e.g. ``max_steps=200``). A field without a default (``--output-dir``) is required unless given one."""
-    hints = typing.get_type_hints(TrainingConfig)
-    group = parser.add_argument_group("training (hoi_bench.training)")
-    for spec in fields(TrainingConfig):
-        if not spec.metadata:
-            continue
-        flag = "--" + spec.name.replace("_", "-")
-        default = defaults.get(spec.name, None if spec.default is MISSING else spec.default)
-        kind = _flag_type(hints[spec.name])
-        if kind is bool:
-            group.add_argument(flag, action="store_true", default=default, help=spec.metadata["help"])
-            continue
-        group.add_argument(flag, type=kind, default=default,
-                           required=spec.default is MISSING and spec.name not in defaults, **spec.metadata)
-
-
-def _flag_type(hint: Any) -> type:
-    """``int`` of ``int``, ``str`` of ``str | None``: what argparse converts a flag's value with."""
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        return next(arg for arg in typing.get_args(hint) if arg is not type(None))
-    return hint
+    add_dataclass_flags(parser, TrainingArguments, **defaults)
 
 
 def add_data_arguments(parser: argparse.ArgumentParser, *, config: str,
@@ -238,8 +254,8 @@ def load_split(args: argparse.Namespace, split: str, *, streaming: bool = False)
 
 def config_from_args(args: argparse.Namespace, **extra: Any) -> TrainingConfig:
     """The :class:`TrainingConfig` of parsed arguments; ``extra`` goes to ``config.extra`` (logged)."""
-    names = [f for f in TrainingConfig.__dataclass_fields__ if f != "extra"]
-    return TrainingConfig(**{name: getattr(args, name) for name in names}, extra=extra)
+    return TrainingConfig(**{name: getattr(args, name) for name in TrainingArguments.__dataclass_fields__},
+                          extra=extra)
 
 
 class Baseline(abc.ABC):
@@ -305,10 +321,17 @@ class Baseline(abc.ABC):
         """After every split: write files spanning splits, return metrics over them (main process only)."""
         return {}
 
+    def held_out(self, split: str, rows):
+        """``--validation-size``: take ``rows`` (carved from the training split) as the evaluation split
+        ``split``, so :meth:`finish` can score it; returns the rows to predict on. A baseline whose scoring
+        reads its references elsewhere overrides this; by default the option is refused."""
+        raise HoiBenchError(f"--validation-size: the {self.name} baseline cannot score rows carved from its "
+                            f"training split")
+
 
 @dataclass
 class _Progress:
-    """Where training stands; saved next to the accelerate state as ``trainer_state.json``."""
+    """Where training stands; saved next to the accelerate state as ``run_state.json``."""
 
     step: int = 0
     micro_batches: int = 0
@@ -316,6 +339,15 @@ class _Progress:
     batch_in_epoch: int = 0
     best_metric: float | None = None
     best_step: int | None = None
+
+
+def run_state_file(checkpoint: Path) -> Path | None:
+    """The run-state file of a checkpoint folder (``run_state.json``, or ``trainer_state.json`` as earlier
+    versions named it); None when it has neither."""
+    for name in (RUN_STATE, LEGACY_RUN_STATE):
+        if (Path(checkpoint) / name).is_file():
+            return Path(checkpoint) / name
+    return None
 
 
 def find_checkpoint(output_dir: Path, resume: str | None) -> Path | None:
@@ -327,12 +359,12 @@ def find_checkpoint(output_dir: Path, resume: str | None) -> Path | None:
         return None
     if resume == "latest":
         root = Path(output_dir) / CHECKPOINTS
-        saved = [p for p in root.glob("step_*") if (p / TRAINER_STATE).is_file()] if root.is_dir() else []
-        candidates = sorted(saved, key=lambda p: json.loads((p / TRAINER_STATE).read_text())["step"])
+        saved = [p for p in root.glob("step_*") if run_state_file(p) is not None] if root.is_dir() else []
+        candidates = sorted(saved, key=lambda p: json.loads(run_state_file(p).read_text())["step"])
         return candidates[-1] if candidates else None
     path = Path(resume)
-    if not (path / TRAINER_STATE).is_file():
-        raise HoiBenchError(f"--resume {resume}: not a checkpoint folder (expected {path / TRAINER_STATE})")
+    if run_state_file(path) is None:
+        raise HoiBenchError(f"--resume {resume}: not a checkpoint folder (expected {path / RUN_STATE})")
     return path
 
 
@@ -404,29 +436,6 @@ def tracker_config(config: TrainingConfig) -> dict[str, Any]:
             for key, value in settings.items()}
 
 
-def flat_metrics(results: dict[str, Any]) -> dict[str, float]:
-    """Every numeric metric of an evaluation as ``SPLIT/NAME`` (``overall/NAME`` for metrics over splits);
-    nested dicts add path parts, non-numbers (file names, modes) are left out.
-
-    >>> flat_metrics({"splits": {"test": {"metrics": {"mAP": 0.5, "mode": "paper", "per": {"a": 1}}}},
-    ...               "overall": {"mean": 0.25}})
-    {'test/mAP': 0.5, 'test/per/a': 1.0, 'overall/mean': 0.25}
-    """
-    out: dict[str, float] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for key, inner in value.items():
-                walk(f"{prefix}/{key}", inner)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[prefix] = float(value)
-
-    for split, entry in results.get("splits", {}).items():
-        walk(split, entry.get("metrics", {}))
-    walk("overall", results.get("overall", {}))
-    return out
-
-
 def pick_metric(metrics: dict[str, float], name: str) -> tuple[str, float]:
     """``(key, value)`` of ``--metric-for-best``: an exact ``SPLIT/NAME`` key, or the one key ending in
     ``/NAME``; a missing or ambiguous name is an error naming the candidates.
@@ -445,12 +454,13 @@ def pick_metric(metrics: dict[str, float], name: str) -> tuple[str, float]:
 
 
 #: settings of the ``hoi-bench`` command line itself, not of the run
-CLI_ONLY = ("verbose", "verb", "name", "default_image_size")
+CLI_ONLY = ("verbose", "verb", "name", "default_image_size", "launch_command")
 
 
 def command_line(module: str, config: TrainingConfig) -> str:
     """``python -m MODULE`` with every setting of the run spelled out as a flag: the same run again, whichever
-    way it was started (``hoi-bench train``, ``accelerate launch``, a script or a test).
+    way it was started (``hoi-bench train``, ``accelerate launch``, a script or a test). A ``__main__`` module
+    is named as ``python -m`` ran it.
 
     >>> words = command_line("pkg.baseline", TrainingConfig(output_dir=Path("out"), max_steps=5, cpu=True,
     ...                                                     extra={"eval_splits": ["test"], "verb": "train"}))
@@ -459,16 +469,7 @@ def command_line(module: str, config: TrainingConfig) -> str:
     """
     settings = {key: value for key, value in asdict(config).items() if key != "extra"}
     settings.update((key, value) for key, value in config.extra.items() if key not in CLI_ONLY)
-    words = ["python", "-m", module]
-    for key, value in settings.items():
-        if value is None or value is False:
-            continue
-        words.append("--" + key.replace("_", "-"))
-        if isinstance(value, (list, tuple)):
-            words += [str(item) for item in value]
-        elif value is not True:
-            words.append(str(value))
-    return shlex.join(words)
+    return settings_command(main_module(module) or module, settings)
 
 
 def _cycle_batches(loader, accelerator, progress: _Progress, batches_per_epoch: int | None, epoch_setters):
@@ -511,7 +512,8 @@ def _logger():
 class _Run:
     """One run's shared pieces: the accelerator, the baseline, the config, the log kept in ``log.json``."""
 
-    def __init__(self, accelerator, baseline: Baseline, config: TrainingConfig) -> None:
+    def __init__(self, accelerator, baseline: Baseline, config: TrainingConfig, command: str | None = None,
+                 module: str | None = None) -> None:
         self.accelerator = accelerator
         self.baseline = baseline
         self.config = config
@@ -519,12 +521,13 @@ class _Run:
         self.evaluations: list[dict[str, Any]] = []
         self.loaders: dict[str, Any] | None = None
         self.eval_data: dict[str, Any] = {}
-        self.command = command_line(type(baseline).__module__, config)
+        self.reproduce = command_line(module or type(baseline).__module__, config)
+        self.command = command or self.reproduce
 
     def write_log(self, results: dict[str, Any] | None = None) -> None:
         if self.accelerator.is_main_process:
             log = {"baseline": self.baseline.name, "config": asdict(self.config), "command": self.command,
-                   "history": self.history, "evaluations": self.evaluations}
+                   "reproduce": self.reproduce, "history": self.history, "evaluations": self.evaluations}
             if results is not None:
                 log["results"] = results
             _write_json(self.config.output_dir / "log.json", log)
@@ -612,7 +615,7 @@ class _Run:
 
             save_model(unwrapped, str(staging / "model.safetensors"))
         model_card(unwrapped, self.baseline.name, self.config, self.command, results, step,
-                   processes=self.accelerator.num_processes).save(staging / "README.md")
+                   processes=self.accelerator.num_processes, reproduce=self.reproduce).save(staging / "README.md")
         if predictions_dir is not None:
             shutil.copytree(predictions_dir, staging / "predictions")
         if best is not None:
@@ -621,10 +624,14 @@ class _Run:
         os.replace(staging, folder)
 
 
-def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
+def run_training(baseline: Baseline, config: TrainingConfig, *, command: str | None = None,
+                 module: str | None = None) -> dict[str, Any]:
     """Train ``baseline`` as ``config`` says, write its predictions, score them; returns the results dict.
 
     Every process must call this; only the main process writes the log, predictions, model and results.
+    ``command`` is the command line that started the run (:mod:`hoi_bench.run_command`), recorded in
+    ``log.json`` and the model card beside the one that spells out every setting of ``python -m MODULE``
+    (``module``: the baseline's module, default the baseline class's).
     """
     from accelerate import Accelerator
     from accelerate.utils import DataLoaderConfiguration, GradientAccumulationPlugin, set_seed
@@ -648,10 +655,14 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
     set_seed(config.seed)
     if trackers:
         accelerator.init_trackers(baseline.name, config=tracker_config(config))
-    run = _Run(accelerator, baseline, config)
+    run = _Run(accelerator, baseline, config, command, module)
     with accelerator.main_process_first():  # one process fills the datasets cache, the others then read it
         train_data = None if config.eval_only else baseline.train_dataset(config.streaming)
         run.eval_data = baseline.eval_datasets()
+        if config.validation_size is not None and not config.eval_only:
+            train_data, held_out = carve_validation(train_data, config.validation_size, config.seed)
+            run.eval_data[HELD_OUT] = baseline.held_out(HELD_OUT, held_out)
+        check_selection_split(config, list(run.eval_data))
         model = baseline.build_model()
         if config.init_from is not None:
             model = baseline.load_pretrained(model, config.init_from)
@@ -662,7 +673,7 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
     progress = _Progress()
     log_path = output_dir / "log.json"
     if checkpoint is not None:
-        progress = _Progress(**json.loads((checkpoint / TRAINER_STATE).read_text()))
+        progress = _Progress(**json.loads(run_state_file(checkpoint).read_text()))
         if log_path.is_file():
             logged = json.loads(log_path.read_text())
             run.history = [entry for entry in logged.get("history", []) if entry["step"] <= progress.step]
@@ -705,14 +716,31 @@ def run_training(baseline: Baseline, config: TrainingConfig) -> dict[str, Any]:
 
 def _load_pretrained(baseline: Baseline, built, source: str):
     """``--init-from``: the built model's class loaded (strictly) from a model folder or Hub id; its crops
-    must be the ones this run prepares."""
+    must be the ones this run prepares. A local folder must be a saved model of this baseline (``config.json``
+    + ``model.safetensors`` whose settings and weights fit the built model)."""
     if not hasattr(built, "from_pretrained"):
         raise HoiBenchError(f"--init-from: {type(built).__name__} has no from_pretrained")
+    what = f"a saved {type(built).__name__} (the model folder of a {baseline.name} run, e.g. OUTPUT/model)"
+    folder = Path(source)
+    if folder.exists() or source.startswith((".", "/", "~")) or not HUB_MODEL_ID.match(source):
+        if not folder.is_dir():
+            raise HoiBenchError(f"--init-from {source}: not a folder; expected {what}")
+        missing = [name for name in ("config.json", "model.safetensors") if not (folder / name).is_file()]
+        if missing:
+            raise HoiBenchError(f"--init-from {source}: no {' or '.join(missing)}; expected {what}")
+        try:
+            saved = json.loads((folder / "config.json").read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise HoiBenchError(f"--init-from {source}: unreadable config.json ({error}); expected {what}"
+                                ) from error
+        if not isinstance(saved, dict):
+            raise HoiBenchError(f"--init-from {source}: config.json is not a JSON object; expected {what}")
     try:
         model = type(built).from_pretrained(source)
-    except (OSError, ValueError, RuntimeError) as error:
-        raise HoiBenchError(f"--init-from {source}: cannot load a {type(built).__name__} ({error})"
-                            ) from error
+    except (OSError, ValueError, RuntimeError, TypeError, KeyError, AttributeError) as error:
+        reason = " ".join(str(error).split())[:300]
+        raise HoiBenchError(f"--init-from {source}: cannot load a {type(built).__name__} ({reason}); expected "
+                            f"{what}") from error
     expected = getattr(baseline, "preprocessing", None)
     backbone = getattr(model, "backbone", None)
     if backbone is not None and expected is not None and backbone.preprocessing != expected:
@@ -720,6 +748,42 @@ def _load_pretrained(baseline: Baseline, built, source: str):
                             f"this run prepares {expected}; pass the backbone flags of its README's command "
                             f"line")
     return model
+
+
+def carve_validation(train_data, size: float, seed: int):
+    """``(train rows, held-out rows)``: ``size`` (a fraction, or a count when >= 1) of the training rows drawn
+    with ``seed``, each row on one side only (a row is an image, an episode, a keyframe: whatever the baseline
+    trains on)."""
+    from datasets import IterableDataset
+
+    if train_data is None or isinstance(train_data, IterableDataset):
+        what = "--streaming" if train_data is not None else "a baseline that does not train"
+        raise HoiBenchError(f"--validation-size cannot be used with {what}: it needs the whole training split")
+    count = round(size * len(train_data)) if size < 1 else int(size)
+    if not 1 <= count < len(train_data):
+        raise HoiBenchError(f"--validation-size {size:g}: {count} of the {len(train_data)} training rows; "
+                            f"expected at least 1 and fewer than all")
+    parts = train_data.train_test_split(test_size=count, seed=seed, shuffle=True)
+    return parts["train"], parts["test"]
+
+
+def check_selection_split(config: TrainingConfig, splits: Sequence[str]) -> None:
+    """Refuse ``--metric-for-best`` on a reported split without ``--allow-test-selection``: the best of many
+    evaluations on the test split is an optimistic estimate of that split's score. A bare metric name selects
+    on the held-out split when there is one."""
+    name = config.metric_for_best
+    if name is None or config.eval_only:  # one evaluation: nothing is selected
+        return
+    split, _, metric = name.rpartition("/")
+    if not split and HELD_OUT in splits:
+        config.metric_for_best = name = f"{HELD_OUT}/{metric}"
+        split = HELD_OUT
+    if config.allow_test_selection or split == HELD_OUT:
+        return
+    chosen = split if split in splits else ", ".join(s for s in splits if s != HELD_OUT)
+    raise HoiBenchError(f"--metric-for-best {name} selects on {chosen or 'the evaluated splits'}, which the run "
+                        f"reports as its result: carve a held-out split with --validation-size (e.g. 0.1), or "
+                        f"pass --allow-test-selection to select on it knowingly")
 
 
 def push_model_folder(folder: Path, repo_id: str, api: Any = None) -> str:
@@ -821,6 +885,10 @@ def _train(run: _Run, model, train_data, checkpoint, progress: _Progress, split_
             total, count, *term_sums = accelerator.reduce(sums, reduction="sum").tolist()
             entry = {"step": progress.step, "epoch": progress.epoch, "loss": total / max(count, 1),
                      "learning_rate": scheduler.get_last_lr()[0]}
+            if not math.isfinite(entry["loss"]):
+                raise HoiBenchError(f"the training loss is {entry['loss']} at step {progress.step} (learning rate "
+                                    f"{entry['learning_rate']:.3g}); no model was saved: lower --learning-rate or "
+                                    f"raise --warmup-steps")
             entry.update({name: value / max(count, 1) for name, value in zip(names, term_sums)})
             run.history.append(entry)
             accelerator.log({f"train/{key}": value for key, value in entry.items() if key != "step"},
@@ -887,7 +955,7 @@ def _save_checkpoint(accelerator, config: TrainingConfig, progress: _Progress) -
     accelerator.save_state(str(staging))
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        _write_json(staging / TRAINER_STATE, asdict(progress))
+        _write_json(staging / RUN_STATE, asdict(progress))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(staging, final)
         kept = sorted(root.glob("step_*"))
@@ -906,21 +974,24 @@ def demo_hub_folder(hub: Path, build) -> Path:
     return hub
 
 
-def run_with_args(baseline: Baseline, args: argparse.Namespace) -> dict[str, Any]:
+def run_with_args(baseline: Baseline, args: argparse.Namespace, module: str | None = None) -> dict[str, Any]:
     """Run ``baseline`` with the training flags of ``args``; the other flags are logged as ``config.extra``.
 
-    This is what both ``accelerate launch -m <package>.baseline`` and ``hoi-bench train <benchmark>`` call.
+    This is what both ``accelerate launch -m <package>.baseline`` and ``hoi-bench train <benchmark>`` call. The
+    recorded command is ``args.launch_command`` (set by the entry point), else this process's own command line.
     """
     extra = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-             if k not in TrainingConfig.__dataclass_fields__ and not callable(v)}
-    return run_training(baseline, config_from_args(args, **extra))
+             if k not in TrainingConfig.__dataclass_fields__ and not callable(v) and k != "launch_command"}
+    command = getattr(args, "launch_command", None) or script_command()
+    return run_training(baseline, config_from_args(args, **extra), command=command, module=module)
 
 
 def parse_script_args(module: str, description: str | None, configure, argv: Sequence[str] | None = None
                       ) -> argparse.Namespace:
-    """Parse ``python -m <module>`` arguments of a baseline whose flags ``configure(parser)`` declares."""
-    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Parse ``python -m <module>`` arguments of a baseline whose flags ``configure(parser)`` declares
+    (:class:`hoi_bench.flags.FlagParser`: underscore forms, a JSON/YAML file of flags)."""
+    parser = FlagParser(prog=f"python -m {module}", description=description,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     configure(parser)
     return parser.parse_args(argv)
 
@@ -940,15 +1011,31 @@ class BaselineScript:
 
     def run(self, args: argparse.Namespace) -> dict[str, Any]:
         """Train and evaluate with parsed arguments; returns the results dict (see :func:`run_training`)."""
-        return run_with_args(self.make_baseline(args), args)
+        return run_with_args(self.make_baseline(args), args, module=self.module)
 
     def train(self, args: argparse.Namespace) -> int:
-        """``hoi-bench train <benchmark>``: :meth:`run`, then exit status 0 (outputs in ``--output-dir``)."""
-        self.run(args)
+        """``hoi-bench train <benchmark>``: :meth:`run`, print the final metrics table, exit status 0 (outputs
+        in ``--output-dir``)."""
+        _print_final_table(self.run(args))
         return 0
 
     def parse_args(self, argv: Sequence[str] | None = None) -> argparse.Namespace:
-        return parse_script_args(self.module, self.description, self.configure, argv)
+        """The parsed flags of ``python -m MODULE ARGV``, with the command that was run (``launch_command``)."""
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = parse_script_args(self.module, self.description, self.configure, argv)
+        args.launch_command = module_command(self.module, argv)
+        return args
 
     def main(self, argv: Sequence[str] | None = None) -> dict[str, Any]:
-        return self.run(self.parse_args(argv))
+        """``python -m MODULE``: run, print the final metrics table (main process), return the results dict."""
+        results = self.run(self.parse_args(argv))
+        _print_final_table(results)
+        return results
+
+
+def _print_final_table(results: dict[str, Any]) -> None:
+    """The run's final metrics on stdout, once (the main process holds the ``overall`` entry); the entry points
+    are the command line, so they may print."""
+    if "overall" in results:
+        print(f"\n{results['baseline']}: step {results['steps']}, final metrics", flush=True)
+        print(results_table(results), flush=True)

@@ -119,9 +119,8 @@ def _configure_convert(parser: argparse.ArgumentParser) -> None:
 
 def _run_convert(args: argparse.Namespace) -> int:
     from hoi_sg_dataset.columnar import read_prediction_npz, write_prediction_npz
-    from hoi_sg_dataset.fast_json import read_prediction_set
     from hoi_sg_dataset.formats import write_json_atomic
-    from hoi_sg_dataset.predictions import prediction_json
+    from hoi_sg_dataset.predictions import prediction_json, read_prediction_set
 
     dataset = args.dataset or _dataset_of(args.predictions)
     if args.predictions.suffix == ".npz":
@@ -270,6 +269,11 @@ def run_demo(context: DemoContext) -> None:
                             "--train-references", train_path, "--per-class", "--output", base / "hoi_map.json")
             for protocol in ("qpic", "ho-rcnn"):
                 result = hoi_map_files(test_path, pred_path, train_references=train_path, protocol=protocol)
+                if protocol == "qpic":
+                    with_gt = result["num_classes"]
+                else:
+                    context.say(f"(ho-rcnn averages all 600 HOI classes, so the {600 - with_gt} without test GT add "
+                                f"AP 0 each; qpic averages only the {with_gt} triplets the test GT has)")
                 context.say(
                     f"hoi-bench evaluate hoi_map --protocol {protocol} --references {test_path.name} "
                     f"--predictions {pred_path.name} --train-references {train_path.name}"

@@ -11,24 +11,24 @@ whole columns at once.
 
 The error messages stay those of the Python validators: on the first problem of any kind the file is read
 again by them (``read_json``), and they raise their usual ``FormatError`` (file, record, field, expected,
-found). The second read costs time only when the input is wrong. A large prediction file may be decoded in
-pieces by several processes (``read_prediction_set(..., workers=N)``, ``hoi_bench.forked``). Why msgspec
+found). The second read costs time only when the input is wrong; that fallback lives with the Python
+validators (``predictions.read_reference_set`` / ``read_prediction_set``), so this module imports none of them.
+A large prediction file may be decoded in pieces by several processes (:func:`decode_predictions_in_pieces`,
+``hoi_bench.forked``). Why msgspec
 ``Struct`` classes and not ``msgspec.Raw`` spans parsed by numpy, and the figures behind each choice:
 ``docs/hoi_sg_metrics.md``, "Reading speed".
 """
 
 from __future__ import annotations
 
-import os
 from itertools import chain
 from operator import attrgetter
-from pathlib import Path
 
 import msgspec
 import numpy as np
 
 from hoi_bench import forked
-from hoi_bench.files import gc_paused, read_bytes, read_json
+from hoi_bench.files import gc_paused
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.formats import within_float32
 from hoi_sg_dataset.vocabulary import coco_objects, hico_hoi_lookup, hico_verbs, vcoco_verbs
@@ -70,7 +70,7 @@ _PREDICTIONS = msgspec.json.Decoder(list[_PredictionEntry])
 _REFERENCES = msgspec.json.Decoder(list[_GtRecord])
 
 
-class _Invalid(Exception):
+class TypedDecodeError(Exception):
     """Some rule failed: the caller re-reads the file with the Python validator for the exact message."""
 
 
@@ -97,14 +97,14 @@ def _boxes(items: list[_Box]) -> tuple[np.ndarray, np.ndarray]:
     packed = msgspec.msgpack.encode(items)
     start = len(packed) - _PACKED_BOX * n
     if start != (1 if n < 16 else 3 if n < 1 << 16 else 5):
-        raise _Invalid
+        raise TypedDecodeError
     records = np.frombuffer(packed, np.uint8, offset=start).reshape(n, _PACKED_BOX)
     if not (records[:, _LAYOUT] == _TEMPLATE[_LAYOUT]).all():
-        raise _Invalid
+        raise TypedDecodeError
     labels = records[:, -1].view(np.int8).astype(np.int64)
     boxes = np.ndarray((n, 4), ">f8", packed, start + _COORDINATES[0], (_PACKED_BOX, 9)).astype(np.float64)
     if not within_float32(boxes) or not coco_objects().contains(labels).all():
-        raise _Invalid
+        raise TypedDecodeError
     return boxes, labels
 
 
@@ -135,40 +135,40 @@ def _check_indices(
     subject, obj = hois[:, 0], hois[:, 1]
     low = -1 if no_object else 0
     if not ((subject >= 0) & (subject < boxes_of_hoi) & (obj >= low) & (obj < boxes_of_hoi)).all():
-        raise _Invalid
+        raise TypedDecodeError
 
 
 @gc_paused()
 def decode_predictions(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
-    """File names (entry order) and the entries as one ``HoiSet``; raises ``_Invalid`` on any problem."""
+    """File names (entry order) and the entries as one ``HoiSet``; raises ``TypedDecodeError`` on any problem."""
     try:
         entries = _PREDICTIONS.decode(data)
         names = [e.file_name for e in entries]
         if not all(names):
-            raise _Invalid
+            raise TypedDecodeError
         boxes, labels, box_offsets, hoi_items, hoi_offsets, hois = _columns_of(entries, "predictions",
                                                                                "hoi_prediction")
         del entries
         scores = np.fromiter(map(attrgetter("score"), hoi_items), np.float64, len(hoi_items))
         del hoi_items
     except (msgspec.DecodeError, OverflowError) as error:
-        raise _Invalid from error
+        raise TypedDecodeError from error
     verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
     _check_indices(hois, box_offsets, hoi_offsets, no_object=dataset == "vcoco")
     if not verbs.contains(hois[:, 2]).all() or not within_float32(scores):
-        raise _Invalid
+        raise TypedDecodeError
     return names, HoiSet(boxes, labels, box_offsets, hois, hoi_offsets, scores, what="predictions")
 
 
 @gc_paused()
 def decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
-    """File names and GT of an annotation file as a ``HoiSet``; raises ``_Invalid`` on any problem, including
+    """File names and GT of an annotation file as a ``HoiSet``; raises ``TypedDecodeError`` on any problem, including
     an image listed twice."""
     try:
         records = _REFERENCES.decode(data)
         names = [r.file_name for r in records]
         if not all(names) or len(set(names)) != len(names):
-            raise _Invalid
+            raise TypedDecodeError
         boxes, labels, box_offsets, hoi_items, hoi_offsets, hois = _columns_of(records, "annotations",
                                                                                "hoi_annotation")
         del records
@@ -176,65 +176,28 @@ def decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
                               np.int64, len(hoi_items))
         del hoi_items
     except (msgspec.DecodeError, OverflowError) as error:
-        raise _Invalid from error
+        raise TypedDecodeError from error
     if not ((boxes[:, 0] <= boxes[:, 2]) & (boxes[:, 1] <= boxes[:, 3])).all():
-        raise _Invalid
+        raise TypedDecodeError
     _check_indices(hois, box_offsets, hoi_offsets, no_object=dataset == "vcoco")
     verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
     if not verbs.contains(hois[:, 2]).all():
-        raise _Invalid
+        raise TypedDecodeError
     has_id = hoi_ids != -1
     if has_id.any():
         if dataset != "hico" or (hoi_ids[has_id] < 0).any():
-            raise _Invalid
+            raise TypedDecodeError
         image_start = np.repeat(box_offsets[:-1], np.diff(hoi_offsets))
         rows = np.flatnonzero(has_id)
         objects = labels[image_start[rows] + hois[rows, 1]]
         lookup = hico_hoi_lookup()
         expected = [lookup.get((int(v), int(o)), -2) for v, o in zip(hois[rows, 2], objects, strict=True)]
         if not (np.array(expected, dtype=np.int64) == hoi_ids[rows]).all():
-            raise _Invalid
+            raise TypedDecodeError
     return names, HoiSet(boxes, labels, box_offsets, hois, hoi_offsets, None, what="references")
 
 
-def read_reference_set(path: str | os.PathLike, dataset: str) -> tuple[list[str], HoiSet]:
-    """GT file names and ``HoiSet`` of an annotation file (``.json`` or ``.json.gz``), strictly validated."""
-    from hoi_sg_dataset.formats import parse_annotations
-    from hoi_sg_dataset.predictions import reference_set
-
-    path = Path(path)
-    data = read_bytes(path, "annotation file")
-    try:
-        return decode_references(data, dataset)
-    except _Invalid:
-        records = parse_annotations(read_json(path, "annotation file"), dataset, source=str(path))
-        return [r.file_name for r in records], reference_set(records)
-
-
-def read_prediction_set(path: str | os.PathLike, dataset: str, *, workers: int = 1) -> tuple[list[str], HoiSet]:
-    """Entry file names and ``HoiSet`` (entry order) of a PPDM/QPIC prediction file, strictly validated.
-
-    ``workers`` > 1 lets a large file be decoded by that many processes at once (``hoi_bench.forked``: Linux,
-    single-threaded callers; the result is the same).
-    """
-    from hoi_sg_dataset.predictions import parse_predictions
-
-    path = Path(path)
-    data = read_bytes(path, "prediction file", mutable=workers > 1)
-    try:
-        return _decode_predictions_in_pieces(data, dataset, workers)
-    except _Invalid:
-        entries = parse_predictions(read_json(path, "prediction file"), dataset, source=str(path))
-        return [e.file_name for e in entries], HoiSet.from_images(
-            boxes=[e.boxes for e in entries],
-            box_labels=[e.box_labels for e in entries],
-            hois=[e.hois for e in entries],
-            scores=[e.scores for e in entries],
-            what="predictions",
-        )
-
-
-def _decode_predictions_in_pieces(data: bytes | bytearray, dataset: str, workers: int) -> tuple[list[str], HoiSet]:
+def decode_predictions_in_pieces(data: bytes | bytearray, dataset: str, workers: int) -> tuple[list[str], HoiSet]:
     """``decode_predictions`` of ``data``, by ``workers`` processes when it is large enough to pay."""
     cuts = forked.list_cuts(data, workers, b"file_name") if workers > 1 and forked.can_fork() else []
     if not cuts:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from hoi_bench.errors import FormatError, PredictionError
-from hoi_bench.files import read_json
+from hoi_bench.files import read_bytes, read_json
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.formats import DATASETS, FLOAT32_MAX, ImageRecord, detect_dataset
 from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
@@ -308,14 +308,50 @@ def align_predictions(
     )
 
 
+def read_reference_set(path: str | os.PathLike, dataset: str) -> tuple[list[str], HoiSet]:
+    """GT file names and ``HoiSet`` of an annotation file (``.json`` or ``.json.gz``), strictly validated: the
+    typed decoder of ``fast_json``, and on any problem the Python validators for their exact error."""
+    from hoi_sg_dataset.fast_json import TypedDecodeError, decode_references
+    from hoi_sg_dataset.formats import parse_annotations
+
+    path = Path(path)
+    data = read_bytes(path, "annotation file")
+    try:
+        return decode_references(data, dataset)
+    except TypedDecodeError:
+        records = parse_annotations(read_json(path, "annotation file"), dataset, source=str(path))
+        return [r.file_name for r in records], reference_set(records)
+
+
+def read_prediction_set(path: str | os.PathLike, dataset: str, *, workers: int = 1) -> tuple[list[str], HoiSet]:
+    """Entry file names and ``HoiSet`` (entry order) of a PPDM/QPIC prediction file, strictly validated.
+
+    ``workers`` > 1 lets a large file be decoded by that many processes at once (``hoi_bench.forked``: Linux,
+    single-threaded callers; the result is the same).
+    """
+    from hoi_sg_dataset.fast_json import TypedDecodeError, decode_predictions_in_pieces
+
+    path = Path(path)
+    data = read_bytes(path, "prediction file", mutable=workers > 1)
+    try:
+        return decode_predictions_in_pieces(data, dataset, workers)
+    except TypedDecodeError:
+        entries = parse_predictions(read_json(path, "prediction file"), dataset, source=str(path))
+        return [e.file_name for e in entries], HoiSet.from_images(
+            boxes=[e.boxes for e in entries],
+            box_labels=[e.box_labels for e in entries],
+            hois=[e.hois for e in entries],
+            scores=[e.scores for e in entries],
+            what="predictions",
+        )
+
+
 def load_hoi_sets(
     references: str | os.PathLike, predictions: str | os.PathLike, dataset: str, *, workers: int = 1
 ) -> tuple[HoiSet, HoiSet]:
     """``(references, predictions)`` of a GT file and a prediction file (JSON, or the columnar ``.npz`` of
     ``columnar``), read by the typed readers of ``fast_json`` (no Python object per box or score; the same
     checks and errors as :func:`load_sets`); ``workers`` processes may decode a large JSON prediction file."""
-    from hoi_sg_dataset.fast_json import read_prediction_set, read_reference_set
-
     gt_names, gt = read_reference_set(references, dataset)
     if Path(predictions).suffix == ".npz":
         from hoi_sg_dataset.columnar import read_prediction_npz
@@ -370,13 +406,12 @@ def hoi_map_files(
     **options: Any,
 ) -> dict:
     """``evaluation.hoi_map`` of a HICO-DET(-SG) GT file and a prediction file (``options``: protocol...);
-    ``workers`` processes may decode a large JSON prediction file (``fast_json.read_prediction_set``).
+    ``workers`` processes may decode a large JSON prediction file (``read_prediction_set``).
 
     With ``protocol="ho-rcnn"``, ``predictions`` may also be the MATLAB tool's detections (a folder of
     ``detections_XX.mat`` or one ``detections.mat``, see ``hoi_sg_dataset.matlab_detections``).
     """
     from hoi_sg_dataset.evaluation import hoi_map
-    from hoi_sg_dataset.fast_json import read_reference_set
     from hoi_sg_dataset.matlab_detections import is_matlab_layout
 
     if is_matlab_layout(predictions):

@@ -21,8 +21,8 @@ def register(registry: Registry) -> None:
                                  "folder", _configure_build, _run_build))
     registry.add_command(Command("stats", "sportshhi", "count keyframes and interactions per class of a "
                                  "SportsHHI annotation CSV", _configure_stats, _run_stats))
-    registry.add_command(Command("evaluate", "hhi", "score a SportsHHI prediction CSV: HHI mAP and Recall@K",
-                                 _configure_evaluate, _run_evaluate))
+    registry.add_command(Command("evaluate", "hhi_map", "score a SportsHHI prediction CSV: HHI mAP and Recall@K",
+                                 _configure_evaluate, _run_evaluate, aliases=("hhi",)))
     registry.add_command(Command("show", "sportshhi", "draw a SportsHHI keyframe with its human boxes and "
                                  "interactions", _configure_show, _run_show))
     registry.add_demo_step(DemoStep("sportshhi: build the synthetic sample and load it", 13, demo_build))
@@ -249,7 +249,7 @@ def demo_score(context: DemoContext) -> None:
     write_json_atomic(result_json, result, indent=2)
     first = formats.keyframe_key(str(validation.video_ids[0]), int(validation.keyframes[0]))
     picture = render_keyframe(root, first, out / "keyframe.png", predictions_csv=predictions_csv, top=2)
-    context.suggest("hoi-bench", "evaluate", "hhi", "--references", root / formats.annotation_file("validation"),
+    context.suggest("hoi-bench", "evaluate", "hhi_map", "--references", root / formats.annotation_file("validation"),
                     "--predictions", predictions_csv, "--action-list", root / formats.ACTION_LIST_FILE, "--official",
                     "--output", out / "proximity_rule_val_official.json")
     context.artifacts["sportshhi predictions (CSV)"] = predictions_csv

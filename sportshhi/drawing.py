@@ -2,13 +2,18 @@
 
 The picture is the keyframe (enlarged to at least 640 px wide) with a panel on its right. On the frame: each
 person's box with its index on a tag just outside the box, each interaction as an arrow from subject to object
-with a short tag (``G1``, ``P1``) at its middle. In the panel: a key (person box, ground truth, prediction) and
+with a short tag (``G1``, ``P1``) near its middle. In the panel: a key (person box, ground truth, prediction) and
 one line per tag with the class name (and the prediction's score), so no text covers a box.
+
+On a crowded keyframe (players overlapping, several interactions per pair) the tags are placed by
+:func:`place_tags`: each takes the first of its preferred spots (above its box, below it, ...; the arrow's middle,
+then spots stepping away from it) that lies inside the frame and overlaps no tag placed before, else the free
+spot of the frame nearest to its first choice; so no tag hides another or runs off the frame.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -69,14 +74,90 @@ def draw_keyframe(
         arrows.append((f"P{n + 1}", s, o, PREDICTION_COLOUR, 2))
     for _, subject, obj, colour, width in arrows:
         _arrow(draw, subject, obj, colour, width)
-    for index, box in enumerate(pixels):
-        _box_tag(draw, box, str(index), small, frame.size)
-    placed: list[tuple[float, float, float, float]] = []
-    for tag, subject, obj, colour, _ in arrows:
-        middle = ((subject[0] + subject[2] + obj[0] + obj[2]) / 4, (subject[1] + subject[3] + obj[1] + obj[3]) / 4)
-        _tag(draw, _free_spot(draw, middle, tag, small, placed), tag, small, colour, (0, 0, 0), centred=True)
+    tags = place_tags(pixels, [(tag, subject, obj) for tag, subject, obj, _, _ in arrows], frame.size,
+                      lambda text: _text_size(draw, text, small))
+    colours = [HUMAN_COLOUR] * len(pixels) + [colour for _, _, _, colour, _ in arrows]
+    for (text, rect), colour in zip(tags, colours):
+        if colour == HUMAN_COLOUR:
+            _tag(draw, rect, text, small, (0, 0, 0), HUMAN_COLOUR)
+        else:
+            _tag(draw, rect, text, small, colour, (0, 0, 0))
     _panel(draw, frame.width, font, texts)
     return canvas
+
+
+Rect = tuple[float, float, float, float]
+TAG_PAD = (6, 4)  # a tag's rectangle: its text plus this many pixels of width and height
+
+
+def place_tags(boxes: np.ndarray, arrows: Sequence[tuple[str, np.ndarray, np.ndarray]], frame_size: tuple[int, int],
+               text_size: Callable[[str], tuple[float, float]]) -> list[tuple[str, Rect]]:
+    """``(text, (x1, y1, x2, y2))`` of every tag: first each person's index (``boxes``: pixel xyxy), then each
+    arrow's tag (``arrows``: tag, subject box, object box), no two overlapping and all inside the frame
+    (``frame_size``: width, height) whenever the frame has room for them.
+
+    >>> boxes = np.array([[10, 40, 60, 120], [12, 42, 62, 122]])  # two players almost on top of each other
+    >>> tags = place_tags(boxes, [("G1", boxes[0], boxes[1])], (200, 150), lambda text: (8 * len(text), 10))
+    >>> [text for text, _ in tags], _overlaps([rect for _, rect in tags])
+    (['0', '1', 'G1'], False)
+    """
+    width, height = frame_size
+    placed: list[Rect] = []
+    out: list[tuple[str, Rect]] = []
+
+    def put(text: str, spots: list[tuple[float, float]]) -> None:
+        w, h = text_size(text)
+        w, h = w + TAG_PAD[0], h + TAG_PAD[1]
+        inside = [(min(max(x, 0.0), width - w), min(max(y, 0.0), height - h)) for x, y in spots]
+        rect = (_first_free(inside, (w, h), placed) or _first_free(_scan(inside[0], (w, h), frame_size), (w, h), placed)
+                or (*inside[0], inside[0][0] + w, inside[0][1] + h))  # a frame too full: the first choice
+        placed.append(rect)
+        out.append((text, rect))
+
+    for index, box in enumerate(np.asarray(boxes, dtype=np.float64).reshape(-1, 4)):
+        w, h = (size + pad for size, pad in zip(text_size(str(index)), TAG_PAD))
+        x1, y1, x2, y2 = (float(v) for v in box)
+        put(str(index), [(x1, y1 - h - 2), (x1, y2 + 2), (x2 - w, y1 - h - 2), (x2 - w, y2 + 2),
+                         (x1 - w - 2, y1), (x2 + 2, y1), (x1 + 2, y1 + 2)])
+    for text, subject, obj in arrows:
+        w, h = (size + pad for size, pad in zip(text_size(text), TAG_PAD))
+        mx = (subject[0] + subject[2] + obj[0] + obj[2]) / 4 - w / 2
+        my = (subject[1] + subject[3] + obj[1] + obj[3]) / 4 - h / 2
+        spots = [(mx, my)]
+        for step in range(1, 7):
+            spots += [(mx, my + step * (h + 2)), (mx, my - step * (h + 2)),
+                      (mx + step * (w + 2), my), (mx - step * (w + 2), my)]
+        put(text, spots)
+    return out
+
+
+def _first_free(spots: Sequence[tuple[float, float]], size: tuple[float, float], placed: Sequence[Rect]
+                ) -> Rect | None:
+    """The rectangle of ``size`` at the first of ``spots`` that overlaps nothing in ``placed``."""
+    for x, y in spots:
+        rect = (x, y, x + size[0], y + size[1])
+        if not any(_intersect(rect, other) for other in placed):
+            return rect
+    return None
+
+
+def _scan(first: tuple[float, float], size: tuple[float, float], frame: tuple[int, int]) -> list[tuple[float, float]]:
+    """Every spot of a grid over the frame where a tag of ``size`` fits, nearest to ``first`` first."""
+    (w, h), (width, height) = size, frame
+    xs = np.arange(0.0, max(width - w, 0.0) + 1e-9, max(h / 2, 1.0))
+    ys = np.arange(0.0, max(height - h, 0.0) + 1e-9, max(h / 2, 1.0))
+    grid = np.stack(np.meshgrid(xs, ys), axis=-1).reshape(-1, 2)
+    order = np.argsort(np.hypot(grid[:, 0] - first[0], grid[:, 1] - first[1]), kind="stable")
+    return [(float(x), float(y)) for x, y in grid[order]]
+
+
+def _intersect(a: Rect, b: Rect) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _overlaps(rects: Sequence[Rect]) -> bool:
+    """Whether any two of ``rects`` intersect."""
+    return any(_intersect(a, b) for i, a in enumerate(rects) for b in rects[i + 1:])
 
 
 def _panel_lines(interactions, predictions) -> list[tuple[str, tuple[int, int, int]]]:
@@ -86,20 +167,6 @@ def _panel_lines(interactions, predictions) -> list[tuple[str, tuple[int, int, i
     lines += [(f"P{n + 1}  score {score:.2f}  {name}", PREDICTION_COLOUR)
               for n, (_, _, name, score) in enumerate(predictions)]
     return lines
-
-
-def _free_spot(draw: ImageDraw.ImageDraw, at: tuple[float, float], text: str, font,
-               placed: list[tuple[float, float, float, float]]) -> tuple[float, float]:
-    """``at``, moved down until the tag there overlaps no tag placed before (mutual pairs share a middle)."""
-    width, height = _text_size(draw, text, font)
-    x, y = at
-    for _ in range(12):
-        box = (x - width / 2 - 3, y - height / 2 - 2, x + width / 2 + 3, y + height / 2 + 2)
-        if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
-            break
-        y += height + 6
-    placed.append(box)
-    return x, y
 
 
 def _panel(draw: ImageDraw.ImageDraw, left: int, font, texts: list[tuple[str, tuple[int, int, int]]]) -> None:
@@ -120,22 +187,10 @@ def _panel(draw: ImageDraw.ImageDraw, left: int, font, texts: list[tuple[str, tu
         y += step
 
 
-def _box_tag(draw: ImageDraw.ImageDraw, box: np.ndarray, text: str, font, frame_size: tuple[int, int]) -> None:
-    """A person's index on a tag just above the box (below it when the box touches the top of the frame)."""
-    width, height = _text_size(draw, text, font)
-    x = min(max(float(box[0]), 0.0), frame_size[0] - width - 6)
-    y = float(box[1]) - height - 6
-    if y < 0:
-        y = min(float(box[3]) + 2, frame_size[1] - height - 4)
-    _tag(draw, (x, y), text, font, (0, 0, 0), HUMAN_COLOUR)
-
-
-def _tag(draw: ImageDraw.ImageDraw, at: tuple[float, float], text: str, font, text_colour, fill,
-         centred: bool = False) -> None:
-    width, height = _text_size(draw, text, font)
-    x, y = (at[0] - width / 2 - 3, at[1] - height / 2 - 2) if centred else at
-    draw.rectangle([x, y, x + width + 6, y + height + 4], fill=fill)
-    draw.text((x + 3, y + 1), text, fill=text_colour, font=font)
+def _tag(draw: ImageDraw.ImageDraw, rect: Rect, text: str, font, text_colour, fill) -> None:
+    """A filled tag rectangle ``rect`` with ``text`` inside it."""
+    draw.rectangle(list(rect), fill=fill)
+    draw.text((rect[0] + TAG_PAD[0] / 2, rect[1] + 1), text, fill=text_colour, font=font)
 
 
 def _text_size(draw: ImageDraw.ImageDraw, text: str, font) -> tuple[float, float]:

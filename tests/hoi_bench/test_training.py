@@ -166,7 +166,7 @@ def test_streaming_training_and_prediction_file(tmp_path):
 def test_gradient_accumulation_and_bf16(tmp_path):
     cfg = config(tmp_path, max_steps=2, gradient_accumulation_steps=2, mixed_precision="bf16")
     run_training(ToyBaseline(), cfg)
-    state = json.loads((cfg.output_dir / "checkpoints" / "step_0000002" / "trainer_state.json").read_text())
+    state = json.loads((cfg.output_dir / "checkpoints" / "step_0000002" / "run_state.json").read_text())
     assert state["micro_batches"] == 4 and state["step"] == 2
 
 
@@ -259,7 +259,8 @@ def test_every_config_field_is_a_flag_with_the_config_default():
 
 def test_evaluating_during_training_changes_no_step_and_keeps_the_best_model(tmp_path):
     plain = config(tmp_path, output_dir=tmp_path / "plain")
-    evaluated = config(tmp_path, output_dir=tmp_path / "evaluated", eval_steps=2, metric_for_best="accuracy")
+    evaluated = config(tmp_path, output_dir=tmp_path / "evaluated", eval_steps=2, metric_for_best="accuracy",
+                       allow_test_selection=True)
     run_training(ToyBaseline(), plain)
     results = run_training(ToyBaseline(), evaluated)
     # the evaluations' data loaders and RNG use leave the training exactly as it was

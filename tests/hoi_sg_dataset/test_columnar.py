@@ -10,7 +10,7 @@ import pytest
 
 from hoi_bench import cli
 from hoi_sg_dataset.columnar import read_prediction_npz
-from hoi_sg_dataset.fast_json import read_prediction_set
+from hoi_sg_dataset.predictions import read_prediction_set
 from hoi_sg_dataset.formats import write_annotations
 from hoi_sg_dataset.predictions import verb_prior_predictions
 from hoi_sg_dataset.samples import sample_plan

@@ -16,15 +16,16 @@ import pytest
 from hoi_bench import cli
 from hoi_bench.errors import FormatError, HoiBenchError
 from hoi_sg_dataset.evaluation import HoiSet
-from hoi_sg_dataset.fast_json import (
-    _Invalid,
-    decode_predictions,
-    decode_references,
+from hoi_sg_dataset.fast_json import TypedDecodeError, decode_predictions, decode_references
+from hoi_sg_dataset.formats import read_annotations, write_annotations
+from hoi_sg_dataset.predictions import (
+    load_hoi_sets,
+    load_sets,
     read_prediction_set,
     read_reference_set,
+    reference_set,
+    verb_prior_predictions,
 )
-from hoi_sg_dataset.formats import read_annotations, write_annotations
-from hoi_sg_dataset.predictions import load_hoi_sets, load_sets, reference_set, verb_prior_predictions
 from hoi_sg_dataset.samples import sample_plan
 from hoi_sg_dataset.splits import make_split
 from tests.hoi_sg_dataset.test_predictions import ENTRY, GT, broken
@@ -151,7 +152,7 @@ def prediction_cases():
 def test_bad_prediction_file_gets_the_python_validators_message(tmp_path, name, text):
     gt = write_text(tmp_path / "gt.json", json.dumps(GT))
     pred = write_text(tmp_path / "pred.json", text)
-    with pytest.raises(_Invalid):
+    with pytest.raises(TypedDecodeError):
         decode_predictions(text.encode(), "hico")
     with pytest.raises(HoiBenchError) as slow:
         load_sets(gt, pred, "hico")
@@ -203,7 +204,7 @@ def gt_cases():
 @pytest.mark.parametrize("name, records, field", gt_cases(), ids=[n for n, _, _ in gt_cases()])
 def test_bad_gt_file_gets_the_python_validators_message(tmp_path, name, records, field):
     path = write_text(tmp_path / "gt.json", json.dumps(records))
-    with pytest.raises(_Invalid):
+    with pytest.raises(TypedDecodeError):
         decode_references(path.read_bytes(), "hico")
     with pytest.raises(FormatError) as slow:
         read_annotations(path, "hico")
