@@ -161,13 +161,14 @@ def decode_predictions(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
 
 
 @gc_paused()
-def decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
+def decode_references(data: bytes, dataset: str, *, allow_inverted_boxes: bool = False,
+                      allow_repeated_images: bool = False) -> tuple[list[str], HoiSet]:
     """File names and GT of an annotation file as a ``HoiSet``; raises ``_Invalid`` on any problem, including
-    an image listed twice."""
+    an image listed twice and a box with x2 < x1 or y2 < y1 unless allowed (``formats.read_annotations``)."""
     try:
         records = _REFERENCES.decode(data)
         names = [r.file_name for r in records]
-        if not all(names) or len(set(names)) != len(names):
+        if not all(names) or (not allow_repeated_images and len(set(names)) != len(names)):
             raise _Invalid
         boxes, labels, box_offsets, hoi_items, hoi_offsets, hois = _columns_of(records, "annotations",
                                                                                "hoi_annotation")
@@ -177,7 +178,7 @@ def decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
         del hoi_items
     except (msgspec.DecodeError, OverflowError) as error:
         raise _Invalid from error
-    if not ((boxes[:, 0] <= boxes[:, 2]) & (boxes[:, 1] <= boxes[:, 3])).all():
+    if not allow_inverted_boxes and not ((boxes[:, 0] <= boxes[:, 2]) & (boxes[:, 1] <= boxes[:, 3])).all():
         raise _Invalid
     _check_indices(hois, box_offsets, hoi_offsets, no_object=dataset == "vcoco")
     verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
@@ -197,17 +198,20 @@ def decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
     return names, HoiSet(boxes, labels, box_offsets, hois, hoi_offsets, None, what="references")
 
 
-def read_reference_set(path: str | os.PathLike, dataset: str) -> tuple[list[str], HoiSet]:
-    """GT file names and ``HoiSet`` of an annotation file (``.json`` or ``.json.gz``), strictly validated."""
+def read_reference_set(path: str | os.PathLike, dataset: str, *, allow_inverted_boxes: bool = False,
+                       allow_repeated_images: bool = False) -> tuple[list[str], HoiSet]:
+    """GT file names and ``HoiSet`` of an annotation file (``.json`` or ``.json.gz``), strictly validated but for
+    what the ``allow_*`` switches allow (``formats.read_annotations``)."""
     from hoi_sg_dataset.formats import parse_annotations
     from hoi_sg_dataset.predictions import reference_set
 
     path = Path(path)
     data = read_bytes(path, "annotation file")
+    allowed = {"allow_inverted_boxes": allow_inverted_boxes, "allow_repeated_images": allow_repeated_images}
     try:
-        return decode_references(data, dataset)
+        return decode_references(data, dataset, **allowed)
     except _Invalid:
-        records = parse_annotations(read_json(path, "annotation file"), dataset, source=str(path))
+        records = parse_annotations(read_json(path, "annotation file"), dataset, source=str(path), **allowed)
         return [r.file_name for r in records], reference_set(records)
 
 

@@ -8,8 +8,9 @@ A prediction file is a JSON list (optionally gzip-compressed, ``.json.gz``) with
 
 Verb ids are in the GT file's id space (HICO 1..117, V-COCO 0..28); ``object_id`` may be ``-1`` (no object) in
 V-COCO predictions. Entries are matched to GT images by ``file_name``; a GT image without an entry predicts
-nothing. Bad input raises ``FormatError`` (file, record, field, expected, found); an entry for an image the GT
-does not have, or two entries for one image, raise ``PredictionError``.
+nothing, and entries for images the GT does not have are ignored (the official evaluators score only the GT's
+images) and counted in an ``InputWarning``. Bad input raises ``FormatError`` (file, record, field, expected,
+found); two entries for one image raise ``PredictionError``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from hoi_bench.errors import FormatError, PredictionError
 from hoi_bench.files import read_json
+from hoi_bench.input_warnings import collected_notes, warn_input
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.formats import DATASETS, FLOAT32_MAX, ImageRecord, detect_dataset
 from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
@@ -236,24 +238,24 @@ def prediction_set(
 ) -> HoiSet:
     """Predictions aligned with the GT ``records`` by file name (a GT image without entry predicts nothing).
 
-    Raises ``PredictionError`` for an entry whose image is not in the GT and for two entries of one image.
+    Raises ``PredictionError`` for two entries of one image; entries whose image is not in the GT are ignored
+    and counted in an ``InputWarning``.
     """
     position = {r.file_name: i for i, r in enumerate(records)}
     aligned: list[ImagePredictions | None] = [None] * len(records)
+    unknown: list[tuple[int, str]] = []
     for index, entry in enumerate(predictions):
         image = position.get(entry.file_name)
         if image is None:
-            raise PredictionError(
-                f"{source}: record {index}: field 'file_name': image not in the references "
-                f"(expected one of the {len(records)} GT file names, "
-                f"found {entry.file_name!r})"
-            )
+            unknown.append((index, entry.file_name))
+            continue
         if aligned[image] is not None:
             raise PredictionError(
                 f"{source}: record {index}: field 'file_name': second entry for one image "
                 f"(expected one entry per image, found {entry.file_name!r} again)"
             )
         aligned[image] = entry
+    _note_unknown_images(unknown, source)
     empty_boxes, empty_ids = np.zeros((0, 4)), np.zeros(0, dtype=np.int64)
     return HoiSet.from_images(
         boxes=[empty_boxes if e is None else e.boxes for e in aligned],
@@ -271,21 +273,21 @@ def align_predictions(
     ``gt_names`` as :func:`prediction_set` lines up ``ImagePredictions``: same rules and errors, on arrays."""
     position = {name: i for i, name in enumerate(gt_names)}
     entry_of_image = np.full(len(gt_names), -1, dtype=np.int64)
+    unknown: list[tuple[int, str]] = []
     for index, name in enumerate(entry_names):
         image = position.get(name)
         if image is None:
-            raise PredictionError(
-                f"{source}: record {index}: field 'file_name': image not in the references "
-                f"(expected one of the {len(gt_names)} GT file names, found {name!r})"
-            )
+            unknown.append((index, name))
+            continue
         if entry_of_image[image] >= 0:
             raise PredictionError(
                 f"{source}: record {index}: field 'file_name': second entry for one image "
                 f"(expected one entry per image, found {name!r} again)"
             )
         entry_of_image[image] = index
+    _note_unknown_images(unknown, source)
     present = entry_of_image >= 0
-    if present.all() and (entry_of_image == np.arange(len(gt_names))).all():
+    if not unknown and present.all() and (entry_of_image == np.arange(len(gt_names))).all():
         return replace(entries, what=source)  # already in GT order: no copy
     entry = np.where(present, entry_of_image, 0)
 
@@ -308,6 +310,22 @@ def align_predictions(
     )
 
 
+def _note_unknown_images(unknown: list[tuple[int, str]], source: str) -> None:
+    if unknown:
+        index, name = unknown[0]
+        warn_input(f"{source}: {len(unknown)} prediction entries are for images the references do not have "
+                   f"(first: record {index}, file_name {name!r}); ignored, as the official evaluators score only "
+                   "the references' images")
+
+
+def _note_repeated_images(names: Sequence[str], source: str) -> None:
+    seen: set[str] = set()
+    repeated = [name for name in names if name in seen or seen.add(name)]
+    if repeated:
+        warn_input(f"{source}: {len(repeated)} records repeat an image listed before (first: {repeated[0]!r}); "
+                   "every listing counts for rare / non-rare, as QPIC counts the training annotations")
+
+
 def load_hoi_sets(
     references: str | os.PathLike, predictions: str | os.PathLike, dataset: str, *, workers: int = 1
 ) -> tuple[HoiSet, HoiSet]:
@@ -316,7 +334,7 @@ def load_hoi_sets(
     checks and errors as :func:`load_sets`); ``workers`` processes may decode a large JSON prediction file."""
     from hoi_sg_dataset.fast_json import read_prediction_set, read_reference_set
 
-    gt_names, gt = read_reference_set(references, dataset)
+    gt_names, gt = read_reference_set(references, dataset, allow_inverted_boxes=True)
     if Path(predictions).suffix == ".npz":
         from hoi_sg_dataset.columnar import read_prediction_npz
 
@@ -356,7 +374,7 @@ def load_sets(
     """Read a GT file and a prediction file of ``dataset``: ``(references, predictions, GT records)``."""
     from hoi_sg_dataset.formats import read_annotations
 
-    records = read_annotations(references, dataset)
+    records = read_annotations(references, dataset, allow_inverted_boxes=True)
     entries = read_predictions(predictions, dataset)
     return reference_set(records), prediction_set(records, entries, source=str(predictions)), records
 
@@ -379,12 +397,19 @@ def hoi_map_files(
     from hoi_sg_dataset.fast_json import read_reference_set
     from hoi_sg_dataset.matlab_detections import is_matlab_layout
 
-    if is_matlab_layout(predictions):
-        gt, pred = _matlab_sets(references, predictions, options.get("protocol", "qpic"))
-    else:
-        gt, pred = load_hoi_sets(references, predictions, "hico", workers=workers)
-    train = None if train_references is None else read_reference_set(train_references, "hico")[1]
-    return hoi_map(gt, pred, train_references=train, **options)
+    with collected_notes() as notes:
+        if is_matlab_layout(predictions):
+            gt, pred = _matlab_sets(references, predictions, options.get("protocol", "qpic"))
+        else:
+            gt, pred = load_hoi_sets(references, predictions, "hico", workers=workers)
+        train = None
+        if train_references is not None:
+            train_names, train = read_reference_set(train_references, "hico", allow_inverted_boxes=True,
+                                                    allow_repeated_images=True)
+            _note_repeated_images(train_names, str(train_references))
+        result = hoi_map(gt, pred, train_references=train, **options)
+    result["warnings"] = notes
+    return result
 
 
 def _matlab_sets(
@@ -401,7 +426,8 @@ def _matlab_sets(
             "a JSON prediction file"
         )
     detections = read_matlab_detections(predictions)
-    records, pred = matlab_sets(read_annotations(references, "hico"), detections, str(predictions))
+    records, pred = matlab_sets(read_annotations(references, "hico", allow_inverted_boxes=True), detections,
+                                str(predictions))
     return reference_set(records), pred
 
 
@@ -412,8 +438,11 @@ def vcoco_map_files(
     ``workers`` processes may decode a large JSON prediction file."""
     from hoi_sg_dataset.evaluation import vcoco_map
 
-    gt, pred = load_hoi_sets(references, predictions, "vcoco", workers=workers)
-    return vcoco_map(gt, pred, **options)
+    with collected_notes() as notes:
+        gt, pred = load_hoi_sets(references, predictions, "vcoco", workers=workers)
+        result = vcoco_map(gt, pred, **options)
+    result["warnings"] = notes
+    return result
 
 
 def verb_prior_predictions(

@@ -63,8 +63,10 @@ def _top(hois: list[dict], top_k):
 
 
 def _greedy(gt_record, pred_record, top_k, *, vcoco: bool):
-    """Yield (prediction, is_tp) in processing order for one image (QPIC matching)."""
-    gt_boxes, pred_boxes = gt_record["annotations"], pred_record["predictions"]
+    """Yield (prediction, is_tp) in processing order for one image (QPIC matching, on GT boxes held as float32
+    as QPIC's data loaders hold them; predictions as given)."""
+    gt_boxes = [dict(b, bbox=[float(np.float32(v)) for v in b["bbox"]]) for b in gt_record["annotations"]]
+    pred_boxes = pred_record["predictions"]
     gt_hois = gt_record["hoi_annotation"]
     preds = _top(pred_record["hoi_prediction"], top_k)
     if not gt_boxes:
