@@ -69,7 +69,7 @@ def test_images_without_relations_or_pairs_are_skipped_and_unknown_ids_are_ignor
     strangers = [RecallPrediction(key, np.array([[0, 1]]), scores_for(0)) for key in ("nope", "later")]
     with pytest.warns(InputWarning, match="2 prediction entries are for images the annotations do not have"):
         result = sg_recall(gt, [strangers[0], hit, strangers[1]], N, ks=(1,))
-    assert result["images"] == 1 and result["R@1"] == 0.5
+    assert result["images"] == 1 and result["R@1"] == 1.0
     assert len(result["warnings"]) == 1 and "'nope'" in result["warnings"][0]
 
 
