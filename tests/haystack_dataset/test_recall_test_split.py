@@ -9,15 +9,19 @@ gives 0.0 over the 1 test image.
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from haystack_dataset.formats import read_annotation
+from haystack_dataset.formats import SceneGraphAnnotation, SceneGraphImage, read_annotation
 from haystack_dataset.predictions import RecallPrediction, write_recall_predictions
-from haystack_dataset.recall import psg_recall
+from haystack_dataset.recall import RecallGroundTruth, psg_recall
 from hoi_bench import cli
 from hoi_bench.input_warnings import InputWarning
+from tests.haystack_dataset.test_recall import N, recall_cases
 
 
 @pytest.fixture
@@ -70,3 +74,38 @@ def test_cli_prints_the_official_recall_and_one_warning_line(two_images, tmp_pat
     assert "InputWarning" not in printed.err
     written = json.loads(out.read_text())
     assert written["R@20"] == 0.0 and written["images"] == 1 and len(written["warnings"]) == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(recall_cases(), st.data())
+def test_psg_recall_of_a_file_with_a_test_split_is_the_reference_on_its_test_images(images, data):
+    """Random images, some of them outside ``test_image_ids``, all with predictions: psg_recall equals the
+    OpenPSG loop reference run on the test images alone."""
+    from recall_reference import reference_recall
+
+    test_keys = data.draw(st.sets(st.sampled_from([i["key"] for i in images]), min_size=1))
+    records, predictions, reference_images = [], [], []
+    for image in images:
+        truth = RecallGroundTruth.from_relations(image["key"], image["gt_boxes"], image["gt_labels"],
+                                                 image["gt_rels"])
+        records.append(SceneGraphImage(
+            image["key"], f"{image['key']}.jpg", 100, 100, f"{image['key']}.png", [{} for _ in image["gt_boxes"]],
+            np.array(image["gt_boxes"], dtype=np.float64), np.array(image["gt_labels"], dtype=np.int64),
+            np.array(image["gt_rels"], dtype=np.int64).reshape(-1, 3), np.zeros((0, 3), dtype=np.int64)))
+        predictions.append(RecallPrediction(
+            image["key"], np.array(image["pairs"], dtype=np.int64).reshape(-1, 2),
+            np.array(image["scores"], dtype=np.float64).reshape(-1, N + 1),
+            None if image["boxes"] is None else np.array(image["boxes"], dtype=np.float64),
+            None if image["labels"] is None else np.array(image["labels"]),
+            None if image["object_scores"] is None else np.array(image["object_scores"])))
+        if image["key"] in test_keys:
+            reference_images.append(dict(image, gt_rels=truth.relations.tolist()))
+    annotation = SceneGraphAnnotation(["a", "b"], [], [f"p{k}" for k in range(N)], records,
+                                      test_image_ids=sorted(test_keys))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputWarning)
+        result = psg_recall(annotation, predictions, ks=(1, 3))
+    expected = reference_recall(reference_images, N, ks=(1, 3))
+    for key, value in expected.items():
+        assert np.isnan(result[key]) if value is None else result[key] == value, (key, result[key], value)
+    assert bool(result["warnings"]) == (len(test_keys) < len(images))
