@@ -15,14 +15,15 @@ Three protocols, each reproducing an upstream evaluator:
   after ``np.argsort(-score)`` (the same call, so ties resolve as upstream does on the same numpy build),
   means with ``np.mean`` in first-appearance order of the triplets.
 * ``hoi_map(..., protocol="ho-rcnn")`` — the official HICO-DET MATLAB code (``eval_one.m``): the fixed 600 HOI
-  classes, no per-image cap, IoU without categories (in single precision for detections of a single-precision
-  ``.mat`` cache, as MATLAB computes with them) (``iw = min(x2) - max(x1) + 1 > 0``), every GT pair its
+  classes, no per-image cap, IoU without categories (``iw = min(x2) - max(x1) + 1 > 0``; in single
+  precision for detections of a single-precision ``.mat`` cache, as MATLAB computes with them), every GT pair its
   own instance, stable sort of all detections of a class, thresholds ``0:0.1:1`` as MATLAB's colon operator
   builds them, optional known-object mode; a class with detections but no GT has recall 0/0 = NaN, so the mean
   recall is NaN, as ``eval_one.m`` prints it.
-* ``vcoco_map`` — QPIC ``datasets/vcoco_eval.py`` (GT boxes in float32, as for "qpic"): GT without object (``object == -1``) is matched on the
-  subject alone, no triplet filter, predictions on an image without GT boxes are FPs, AP per verb,
-  ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24 fixed verbs with absent ones counted as 0.
+* ``vcoco_map`` — QPIC ``datasets/vcoco_eval.py`` (GT boxes in float32, as for "qpic"): GT without object
+  (``object == -1``) is matched on the subject alone, no triplet filter, predictions on an image without GT
+  boxes are FPs, AP per verb, ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24 fixed verbs with
+  absent ones counted as 0.
 
 Inputs are :class:`HoiSet` objects: the boxes and HOIs of every image of a test set, concatenated with
 offsets. The matching is done for all images at once (a join of predictions and GT HOIs on (image, verb)),
@@ -216,7 +217,9 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
         raise PredictionError(f"{what}: hois {hois.shape} do not match hoi_offsets (expected M×3)")
     single = hoi_set.single_precision
     if single is not None and (single.dtype != bool or single.shape != (len(hois),)):
-        raise PredictionError(f"{what}: single_precision must be one bool per HOI (found {single.dtype} {single.shape})")
+        raise PredictionError(
+            f"{what}: single_precision must be one bool per HOI (found {single.dtype} {single.shape})"
+        )
     if not within_float32(boxes):
         _report_bad_boxes(hoi_set)
     _check_labels_and_hois(hoi_set)
@@ -679,11 +682,11 @@ def hoi_map(
     """HICO-DET(-SG) HOI detection mAP.
 
     Returns ``{"mAP", "mAP_rare", "mAP_non_rare", "mean_max_recall", "ap_per_triplet", "protocol",
-    "num_classes", "reasons", "warnings"}``; ``ap_per_triplet`` is keyed ``"<subject category>_<object category>_<verb>"``
-    in raw ids. Rare classes have fewer than 10 instances in ``train_references``; a mean with no class to
-    average is ``None`` and ``reasons[key]`` says why (on an SG test split no held-out combination occurs in
-    training). ``top_k`` defaults to 100 per image for "qpic" and no cut for "ho-rcnn"; ``known_object``
-    (ho-rcnn only) scores a class only on images whose GT HOIs include its object category. Under ho-rcnn a
+    "num_classes", "reasons", "warnings"}``; ``ap_per_triplet`` is keyed
+    ``"<subject category>_<object category>_<verb>"`` in raw ids. Rare classes have fewer than 10 instances in
+    ``train_references``; a mean with no class to average is ``None`` and ``reasons[key]`` says why (on an SG
+    test split no held-out combination occurs in training). ``top_k`` defaults to 100 per image for "qpic" and
+    no cut for "ho-rcnn"; ``known_object`` (ho-rcnn only) scores a class only on images whose GT HOIs include its object category. Under ho-rcnn a
     class with detections but no GT has recall NaN, which makes ``mean_max_recall`` NaN (with a reason), as
     the MATLAB code prints it. Under "qpic" the GT boxes are rounded to float32 first (:func:`as_loaded_by_qpic`).
     ``warnings`` lists, one counted line each, inputs scored as the upstream code scores them though they look

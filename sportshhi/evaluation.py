@@ -530,9 +530,10 @@ def score_tables(annotations, predictions, **settings) -> dict:
     with collected_notes() as notes:
         unknown = np.flatnonzero(pred_video < 0)
         if len(unknown):
-            warn_input(f"{len(unknown)} predictions are for videos the GT does not have (first: row {int(unknown[0])}, "
-                       f"video {pred_videos.names[pred_videos.codes[unknown[0]]]!r}); ignored, as the released "
-                       "hhi_eval evaluates only the GT's keyframes")
+            video = pred_videos.names[pred_videos.codes[unknown[0]]]
+            warn_input(f"{len(unknown)} predictions are for videos the GT does not have (first: row "
+                       f"{int(unknown[0])}, video {video!r}); ignored, as the released hhi_eval evaluates only "
+                       "the GT's keyframes")
         result = hhi_metrics(
             gt_keys, annotations.subject_boxes, annotations.object_boxes, annotations.labels,
             pred_keys, predictions.subject_boxes, predictions.object_boxes, predictions.labels,

@@ -409,10 +409,10 @@ def read_annotation_csv(path: str | os.PathLike, actions: ActionList | None = No
 
     Rejects (with file and line): a file that is not UTF-8, a wrong column count, non-numbers, boxes outside
     [0, 1] (unless ``allow_outside_image``: the official evaluation scores them, and ``hhi_metrics`` in official
-    mode counts them in a warning) or with x2 < x1 / y2 < y1, and labels missing from ``actions`` (when given). The release lists an
-    ordered (subject, object) pair once per label, and the official evaluation counts each row as a GT
-    instance, so several rows of one pair are accepted; ``one_label_per_pair=True`` refuses them instead, as
-    the official training loader does (single-label classification), naming both lines.
+    mode counts them in a warning) or with x2 < x1 / y2 < y1, and labels missing from ``actions`` (when given).
+    The release lists an ordered (subject, object) pair once per label, and the official evaluation counts each
+    row as a GT instance, so several rows of one pair are accepted; ``one_label_per_pair=True`` refuses them
+    instead, as the official training loader does (single-label classification), naming both lines.
     """
     path = Path(path)
     data = _read_csv_bytes(path)
@@ -581,7 +581,8 @@ def _read_predictions_columnar(path: Path, actions: ActionList | None,
                        object_boxes=boxes[1], labels=labels, scores=scores, video_coding=coding)
 
 
-def _read_predictions_by_row(path: Path, actions: ActionList | None, allow_outside_image: bool = False) -> Predictions:
+def _read_predictions_by_row(path: Path, actions: ActionList | None,
+                             allow_outside_image: bool = False) -> Predictions:
     rows = _read_rows(path, PREDICTION_COLUMNS)
     video_ids, keyframes, labels, scores = [], [], [], []
     boxes = np.zeros((len(rows), 8), dtype=np.float64)
