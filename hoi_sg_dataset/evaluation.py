@@ -686,9 +686,10 @@ def hoi_map(
     ``"<subject category>_<object category>_<verb>"`` in raw ids. Rare classes have fewer than 10 instances in
     ``train_references``; a mean with no class to average is ``None`` and ``reasons[key]`` says why (on an SG
     test split no held-out combination occurs in training). ``top_k`` defaults to 100 per image for "qpic" and
-    no cut for "ho-rcnn"; ``known_object`` (ho-rcnn only) scores a class only on images whose GT HOIs include its object category. Under ho-rcnn a
-    class with detections but no GT has recall NaN, which makes ``mean_max_recall`` NaN (with a reason), as
-    the MATLAB code prints it. Under "qpic" the GT boxes are rounded to float32 first (:func:`as_loaded_by_qpic`).
+    no cut for "ho-rcnn"; ``known_object`` (ho-rcnn only) scores a class only on images whose GT HOIs include
+    its object category. Under ho-rcnn a class with detections but no GT has recall NaN, which makes
+    ``mean_max_recall`` NaN (with a reason), as the MATLAB code prints it. Under "qpic" the GT boxes are rounded
+    to float32 first (:func:`as_loaded_by_qpic`).
     ``warnings`` lists, one counted line each, inputs scored as the upstream code scores them though they look
     wrong (boxes with x2 < x1; GT HOIs outside the 600 classes under ho-rcnn); each is also issued as a
     :class:`~hoi_bench.input_warnings.InputWarning`.
