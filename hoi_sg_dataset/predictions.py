@@ -234,18 +234,28 @@ def reference_set(records: Sequence[ImageRecord]) -> HoiSet:
 
 
 def prediction_set(
-    records: Sequence[ImageRecord], predictions: Sequence[ImagePredictions], source: str = "<predictions>"
+    records: Sequence[ImageRecord],
+    predictions: Sequence[ImagePredictions],
+    source: str = "<predictions>",
+    *,
+    refuse_unknown: bool = False,
 ) -> HoiSet:
     """Predictions aligned with the GT ``records`` by file name (a GT image without entry predicts nothing).
 
     Raises ``PredictionError`` for two entries of one image; entries whose image is not in the GT are ignored
-    and counted in an ``InputWarning``.
+    and counted in an ``InputWarning`` (as the official evaluators never see them), or refused with
+    ``refuse_unknown`` (a converter that must not drop anything).
     """
     position = {r.file_name: i for i, r in enumerate(records)}
     aligned: list[ImagePredictions | None] = [None] * len(records)
     unknown: list[tuple[int, str]] = []
     for index, entry in enumerate(predictions):
         image = position.get(entry.file_name)
+        if image is None and refuse_unknown:
+            raise PredictionError(
+                f"{source}: record {index}: field 'file_name': image not in the references "
+                f"(expected one of the {len(records)} GT file names, found {entry.file_name!r})"
+            )
         if image is None:
             unknown.append((index, entry.file_name))
             continue

@@ -106,3 +106,4 @@ def test_cli_prints_the_warning_lines_and_writes_them(tmp_path, capsys):
     lines = [line for line in printed.out.splitlines() if line.startswith("warning:")]
     assert len(lines) == 1 and "x2 < x1" in lines[0] and "InputWarning" not in printed.err
     assert json.loads(out.read_text())["warnings"] == [lines[0].removeprefix("warning: ")]
+

@@ -89,3 +89,20 @@ def test_cli_prints_one_warning_line_per_kind(tmp_path, capsys):
     lines = [line for line in printed.out.splitlines() if line.startswith("warning:")]
     assert len(lines) == 1 and "not an integer" in lines[0] and "InputWarning" not in printed.err
     assert json.loads(out.read_text())["warnings"] == [lines[0].removeprefix("warning: ")]
+
+
+def test_convert_still_refuses_a_prediction_for_an_image_the_references_lack(tmp_path, capsys):
+    """The converter is no metric: it refuses what it would otherwise drop (hoi_map / vcoco_map ignore and count)."""
+    boxes = [{"bbox": [0.0, 0.0, 9.0, 9.0], "category_id": 1}, {"bbox": [20.0, 20.0, 29.0, 29.0], "category_id": 37}]
+    gt = [{"annotations": boxes, "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": 0}],
+           "file_name": "COCO_val2014_000000000001.jpg"}]
+    pred = [{"file_name": "COCO_val2014_000000000002.jpg", "predictions": boxes,
+             "hoi_prediction": [{"subject_id": 0, "object_id": 1, "category_id": 0, "score": 0.9}]}]
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    (tmp_path / "pred.json").write_text(json.dumps(pred))
+    out = tmp_path / "dets.json"
+    argv = ["convert", "vcoco-detections", "--predictions", str(tmp_path / "pred.json"), "--references",
+            str(tmp_path / "gt.json"), "--out", str(out)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "image not in the references" in err and not out.exists()
