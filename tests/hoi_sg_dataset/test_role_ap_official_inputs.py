@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from hoi_bench import cli
@@ -106,3 +107,19 @@ def test_convert_still_refuses_a_prediction_for_an_image_the_references_lack(tmp
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "image not in the references" in err and not out.exists()
+
+
+def test_the_array_route_refuses_a_number_float32_cannot_hold_too():
+    """The ``vcoco_role_map`` module's arrays: 1e39 as a score, 1e300 in a role box, no silent infinity."""
+    from hoi_sg_dataset.role_ap import ACTION_ROLES, ACTIONS, detections_from_images
+
+    agents = [None] * len(ACTIONS)
+    role_boxes = [[[None] * 4] * len(ACTION_ROLES)]
+    role_scores = [[None] * len(ACTION_ROLES)]
+    ok = detections_from_images([[[0, 0, 9, 9]]], [[agents]], [role_boxes], [role_scores])
+    assert ok.person_boxes.dtype == np.float32 and np.isnan(ok.agent_scores).all()
+    with pytest.raises(FormatError, match=r"agent_scores of image 0 .*float32.*found 1e\+39"):
+        detections_from_images([[[0, 0, 9, 9]]], [[[1e39, *agents[1:]]]], [role_boxes], [role_scores])
+    far_box = [[[1e300, 0, 9, 9], *role_boxes[0][1:]]]
+    with pytest.raises(FormatError, match=r"role_boxes of image 0 .*float32"):
+        detections_from_images([[[0, 0, 9, 9]]], [[agents]], [far_box], [role_scores])
