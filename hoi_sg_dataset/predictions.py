@@ -330,7 +330,11 @@ def _note_unknown_images(unknown: list[tuple[int, str]], source: str) -> None:
 
 def _note_repeated_images(names: Sequence[str], source: str) -> None:
     seen: set[str] = set()
-    repeated = [name for name in names if name in seen or seen.add(name)]
+    repeated = []
+    for name in names:
+        if name in seen:
+            repeated.append(name)
+        seen.add(name)
     if repeated:
         warn_input(f"{source}: {len(repeated)} records repeat an image listed before (first: {repeated[0]!r}); "
                    "every listing counts for rare / non-rare, as QPIC counts the training annotations")
@@ -401,7 +405,9 @@ def hoi_map_files(
     ``workers`` processes may decode a large JSON prediction file (``fast_json.read_prediction_set``).
 
     With ``protocol="ho-rcnn"``, ``predictions`` may also be the MATLAB tool's detections (a folder of
-    ``detections_XX.mat`` or one ``detections.mat``, see ``hoi_sg_dataset.matlab_detections``).
+    ``detections_XX.mat`` or one ``detections.mat``, see ``hoi_sg_dataset.matlab_detections``). GT boxes with
+    x2 < x1 are scored, a training file may list an image twice (every listing counts, as in QPIC), prediction
+    entries for other images are ignored: each counted in the result's ``warnings``.
     """
     from hoi_sg_dataset.evaluation import hoi_map
     from hoi_sg_dataset.fast_json import read_reference_set
