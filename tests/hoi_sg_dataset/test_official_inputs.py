@@ -5,6 +5,7 @@ upstream does and count each kind in one warning; the typed reader and the Pytho
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
@@ -107,3 +108,32 @@ def test_cli_prints_the_warning_lines_and_writes_them(tmp_path, capsys):
     assert len(lines) == 1 and "x2 < x1" in lines[0] and "InputWarning" not in printed.err
     assert json.loads(out.read_text())["warnings"] == [lines[0].removeprefix("warning: ")]
 
+
+
+def test_every_reading_route_gives_the_same_numbers_and_warning_lines(tmp_path, forked_pieces):
+    """Python validators, the typed reader, the typed reader in forked pieces and the columnar NPZ: an inverted GT
+    box and prediction entries for images the GT lacks give the same result and the same warning lines."""
+    from hoi_sg_dataset.columnar import write_prediction_npz
+    from hoi_sg_dataset.fast_json import read_prediction_set
+
+    names = [f"HICO_test2015_{n:08d}.jpg" for n in range(1, 9)]
+    gt = [gt_record(name, boxes=(HUMAN, THING, HAIR)) for name in names[:4]]
+    entries = [dict(prediction(score=0.1 * (k + 1)), file_name=name) for k, name in enumerate(names)]
+    gt_file, pred_file = write(tmp_path, "gt.json", gt), write(tmp_path, "pred.json", entries)
+    npz_file = write_prediction_npz(tmp_path / "p.npz", *read_prediction_set(pred_file, "hico"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InputWarning)
+        plain = hoi_map(*load_sets(gt_file, pred_file, "hico")[:2])
+    plain_notes = [str(w.message) for w in caught]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputWarning)
+        typed = hoi_map_files(gt_file, pred_file)
+        pieces = hoi_map_files(gt_file, pred_file, workers=2)
+        npz = hoi_map_files(gt_file, npz_file)
+    assert forked_pieces == [(2, "decoded")]
+    unknown, inverted = typed["warnings"]
+    assert unknown.startswith(f"{pred_file}: 4 prediction entries are for images the references do not have")
+    assert inverted.startswith("references: 4 boxes have x2 < x1")
+    assert pieces == typed and npz["mAP"] == plain["mAP"] == typed["mAP"]
+    assert npz["warnings"] == [unknown.replace(str(pred_file), str(npz_file)), inverted]
+    assert plain_notes == [unknown, inverted] and plain["warnings"] == [inverted]  # load_sets issued the first
