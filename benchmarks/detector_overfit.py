@@ -56,7 +56,8 @@ def hub_folder(work: Path) -> Path:
 
 
 def baseline_args(hub: Path, work: Path, options: argparse.Namespace) -> argparse.Namespace:
-    from hoi_sg_dataset.baseline import make_baseline, parse_args as baseline_parse
+    from hoi_sg_dataset.baseline import make_baseline
+    from hoi_sg_dataset.baseline import parse_args as baseline_parse
 
     args = baseline_parse(["--model", "detr", "--data", str(hub), "--config", "hico_split1",
                            "--backbone", "tiny-random", "--output-dir", str(work / "run"),

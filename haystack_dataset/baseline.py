@@ -153,7 +153,8 @@ class PredClsBaseline(PairBaseline):
             predictions.append(RecallPrediction(record["image_id"], record["pairs"][order],
                                                 record["scores"][order]))
         path = write_recall_predictions(predictions_dir / f"{config}_test_recall.json", predictions)
-        return path, psg_recall(annotation, read_recall_predictions(path))
+        recall = psg_recall(annotation, read_recall_predictions(path))  # its warnings are also InputWarnings
+        return path, {key: value for key, value in recall.items() if key != "warnings"}
 
 
 def fit_prior(train_rows):

@@ -175,6 +175,9 @@ def _configure_recall(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_recall(args: argparse.Namespace) -> int:
+    import warnings
+
+    from hoi_bench.input_warnings import InputWarning
     from haystack_dataset.formats import read_annotation
     from haystack_dataset.predictions import read_recall_predictions
     from haystack_dataset.recall import psg_recall
@@ -182,8 +185,11 @@ def _run_recall(args: argparse.Namespace) -> int:
     from hoi_bench.forked import worker_count
 
     annotation = read_annotation(args.annotations, records=False)
-    result = psg_recall(annotation, read_recall_predictions(args.predictions, workers=worker_count(args.num_proc)))
-    print(format_table(["metric", "value"], [[k, v] for k, v in result.items()]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputWarning)  # listed below the table
+        result = psg_recall(annotation, read_recall_predictions(args.predictions, workers=worker_count(args.num_proc)))
+    print(format_table(["metric", "value"], [[k, v] for k, v in result.items() if k != "warnings"])
+          + "".join(f"\nwarning: {note}" for note in result["warnings"]))
     if args.output:  # an undefined recall (no image evaluated) is null, not a bare NaN token
         write_json_atomic(args.output, {k: None if v != v else v for k, v in result.items()})
         print(f"\nwrote {args.output}")
@@ -309,7 +315,7 @@ def demo_score(context: DemoContext) -> None:
     for line in haystack_table(report).splitlines():
         context.say(line)
     recall = psg_recall(read_annotation(base / "native" / "psg" / "psg.json"), read_recall_predictions(recall_json))
-    context.say(", ".join(f"{k} {v:.3f}" for k, v in recall.items() if k != "images")
+    context.say(", ".join(f"{k} {v:.3f}" for k, v in recall.items() if k not in ("images", "warnings"))
                 + f" over {recall['images']} PSG test images (PredCls)")
     for name in ("p_auc", "pdd", "pdo"):
         context.result(BENCHMARK, "test", f"{name.upper().replace('_', '-')} (freq. prior)", report["mean"][name])

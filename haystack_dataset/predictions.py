@@ -52,8 +52,9 @@ import numpy as np
 from haystack_dataset import typed_json
 from haystack_dataset.formats import image_key
 from hoi_bench import forked
+from hoi_bench.archives import read_npz_arrays
 from hoi_bench.errors import FormatError, MissingFilesError, PredictionError
-from hoi_bench.files import gc_paused, read_bytes, read_npz_arrays, write_bytes_atomic, write_json_atomic
+from hoi_bench.files import gc_paused, read_bytes, write_bytes_atomic, write_json_atomic
 
 NPZ_FORMAT = "hoi-bench recall predictions 1"
 _ZIP_MAGIC = b"PK\x03\x04"

@@ -3,10 +3,13 @@
 Kept apart from :mod:`haystack_dataset.evaluation` (the predicate-wise Haystack metrics) because it is
 image-wise and box-matching. The rules, in OpenPSG's words:
 
-- Ground truth: images without relations are dropped; exact duplicate triplets of an image are removed (several
-  predicates per pair stay).
+- Ground truth: only the test split when the annotation file lists ``test_image_ids`` (OpenPSG's test dataset;
+  predictions for the file's other images are skipped and counted in a warning); images without relations are
+  dropped; exact duplicate triplets of an image are removed (several predicates per pair stay).
 - An image is evaluated only if it has ground-truth relations *and* a prediction with at least one pair; other
-  images are skipped, not counted as 0 (an entry with ``"pairs": []`` is such a skip, not an error).
+  images are skipped, not counted as 0 (an entry with ``"pairs": []`` is such a skip, not an error). A prediction
+  for an image the annotations do not have is ignored (OpenPSG scores only its dataset's images) and counted in a
+  warning (``"warnings"`` of the result, and an ``InputWarning``).
 - **Graph constraint** (R@k, mR@k): each predicted pair, in the given order (never re-sorted), gets one triplet
   with predicate = argmax of its scores over the non-background columns (the first on ties).
 - A predicted triplet matches a ground-truth triplet when subject label, predicate and object label agree and both
@@ -36,6 +39,7 @@ import numpy as np
 from haystack_dataset.formats import SceneGraphAnnotation, image_key
 from haystack_dataset.predictions import RecallPrediction
 from hoi_bench.errors import PredictionError
+from hoi_bench.input_warnings import collected_notes, warn_input
 
 RECALL_KS = (20, 50, 100)
 IOU_THRESHOLD = 0.5
@@ -63,8 +67,16 @@ class RecallGroundTruth:
                    np.asarray(labels, dtype=np.int64), relations[np.sort(first)])
 
 
+def _test_split(annotation: SceneGraphAnnotation) -> set[str] | None:
+    """Keys of the images OpenPSG's test dataset holds (``test_image_ids``), or None when the file lists none."""
+    if not annotation.has_test_image_ids or not annotation.test_image_ids:
+        return None
+    return {image_key(i) for i in annotation.test_image_ids}
+
+
 def recall_ground_truth(annotation: SceneGraphAnnotation) -> dict[str, RecallGroundTruth]:
-    """OpenPSG's GT preparation: images without relations dropped, duplicate triplets removed (first kept).
+    """OpenPSG's GT preparation: the test split (the images of ``test_image_ids``, when the file lists any),
+    images without relations dropped, duplicate triplets removed (first kept).
 
     >>> from haystack_dataset.formats import SceneGraphAnnotation, SceneGraphImage
     >>> image = SceneGraphImage(7, "a.jpg", 9, 9, "a.png", [], np.zeros((2, 4)), np.zeros(2, dtype=int),
@@ -76,8 +88,9 @@ def recall_ground_truth(annotation: SceneGraphAnnotation) -> dict[str, RecallGro
     (['7'], [[0, 1, 0], [1, 0, 2]])
     """
     out = {}
+    test = _test_split(annotation)
     for image in annotation.images:
-        if len(image.relations) == 0:
+        if len(image.relations) == 0 or (test is not None and image.key not in test):
             continue
         out[image.key] = RecallGroundTruth.from_relations(image.key, image.boxes, image.categories, image.relations)
     return out
@@ -85,11 +98,12 @@ def recall_ground_truth(annotation: SceneGraphAnnotation) -> dict[str, RecallGro
 
 def sg_recall(ground_truth: Mapping[str, RecallGroundTruth], predictions: Iterable[RecallPrediction],
               num_predicates: int, *, annotated: Iterable[str] = (), ks: tuple[int, ...] = RECALL_KS,
-              iou_threshold: float = IOU_THRESHOLD) -> dict[str, float | int]:
-    """``{"R@k", "mR@k", "ngR@k" for k in ks, "images": evaluated count}`` of ``predictions``.
+              iou_threshold: float = IOU_THRESHOLD) -> dict:
+    """``{"R@k", "mR@k", "ngR@k" for k in ks, "images": evaluated count, "warnings": [...]}`` of ``predictions``.
 
-    ``annotated`` lists every image key of the annotation file: predictions for those images without relations are
-    skipped (OpenPSG), and so are predictions without pairs; a prediction for any other image id is an error.
+    ``annotated`` lists every image key of the annotation file: predictions for those images without relations (or
+    outside the evaluated split) are skipped (OpenPSG), and so are predictions without pairs; predictions for any
+    other image id are ignored too, and counted in one line of ``warnings`` (also issued as an ``InputWarning``).
 
     >>> gt = {"7": RecallGroundTruth.from_relations(7, [[0, 0, 10, 10], [20, 0, 30, 10], [0, 0, 99, 99]],
     ...                                             [0, 0, 1], [[0, 2, 0], [1, 2, 0], [0, 1, 1]])}
@@ -104,22 +118,28 @@ def sg_recall(ground_truth: Mapping[str, RecallGroundTruth], predictions: Iterab
                               f"no-graph-constraint triplets); found {ks}")
     known = set(ground_truth)
     annotated = {image_key(key) for key in annotated}
-    graph_hits, free_hits, predicates_of_gt = [], [], []
-    for prediction in predictions:
-        key = prediction.key
-        if key not in known:
-            if key in annotated:
+    graph_hits, free_hits, predicates_of_gt, unknown = [], [], [], []
+    with collected_notes() as notes:
+        for prediction in predictions:
+            key = prediction.key
+            if key not in known:
+                if key not in annotated:
+                    unknown.append(prediction.image_id)
                 continue
-            raise PredictionError(f"prediction for image {prediction.image_id!r} matches no annotated image "
-                                  f"with relations (expected ids such as {sorted(known)[:3]})")
-        if len(prediction.pairs) == 0:
-            continue
-        gt = ground_truth[key]
-        graph, free = _image_hits(gt, prediction, num_predicates, iou_threshold, ks)
-        graph_hits.append(graph)
-        free_hits.append(free)
-        predicates_of_gt.append(gt.relations[:, 2])
-    return _aggregate(graph_hits, free_hits, predicates_of_gt, num_predicates, ks)
+            if len(prediction.pairs) == 0:
+                continue
+            gt = ground_truth[key]
+            graph, free = _image_hits(gt, prediction, num_predicates, iou_threshold, ks)
+            graph_hits.append(graph)
+            free_hits.append(free)
+            predicates_of_gt.append(gt.relations[:, 2])
+        if unknown:
+            warn_input(f"{len(unknown)} prediction entries are for images the annotations do not have (first: "
+                       f"{unknown[0]!r}; annotated ids look like {sorted(known or annotated)[:3]}); ignored, as "
+                       "OpenPSG scores only its dataset's images")
+    result: dict = _aggregate(graph_hits, free_hits, predicates_of_gt, num_predicates, ks)
+    result["warnings"] = notes
+    return result
 
 
 def _image_hits(gt: RecallGroundTruth, prediction: RecallPrediction, num_predicates: int, iou_threshold: float,
@@ -239,7 +259,31 @@ def _aggregate(graph_hits: list[np.ndarray], free_hits: list[np.ndarray], predic
 
 
 def psg_recall(annotation: SceneGraphAnnotation, predictions: Iterable[RecallPrediction], *,
-               ks: tuple[int, ...] = RECALL_KS, iou_threshold: float = IOU_THRESHOLD) -> dict[str, float | int]:
-    """:func:`sg_recall` of ``predictions`` against a PSG (or Haystack) annotation file's positive relations."""
-    return sg_recall(recall_ground_truth(annotation), predictions, len(annotation.predicate_classes),
-                     annotated=[image.key for image in annotation.images], ks=ks, iou_threshold=iou_threshold)
+               ks: tuple[int, ...] = RECALL_KS, iou_threshold: float = IOU_THRESHOLD) -> dict:
+    """:func:`sg_recall` of ``predictions`` against a PSG (or Haystack) annotation file's positive relations, on
+    its test split when the file lists ``test_image_ids`` (OpenPSG evaluates that split only); predictions for
+    the file's other images are skipped and counted in ``warnings``."""
+    ground_truth = recall_ground_truth(annotation)
+    test = _test_split(annotation)
+    if test is None:
+        return sg_recall(ground_truth, predictions, len(annotation.predicate_classes),
+                         annotated=[image.key for image in annotation.images], ks=ks, iou_threshold=iou_threshold)
+    outside = [image.key for image in annotation.images if image.key not in test]
+    skipped: list[str] = []
+
+    def in_split(entries: Iterable[RecallPrediction]) -> Iterable[RecallPrediction]:
+        outside_keys = set(outside)
+        for entry in entries:
+            if entry.key in outside_keys:
+                skipped.append(entry.key)
+            else:
+                yield entry
+
+    with collected_notes() as notes:
+        result = sg_recall(ground_truth, in_split(predictions), len(annotation.predicate_classes),
+                           annotated=[image.key for image in annotation.images], ks=ks, iou_threshold=iou_threshold)
+        if skipped:
+            warn_input(f"{len(skipped)} prediction entries are for annotated images outside test_image_ids "
+                       f"(first: {skipped[0]!r}); not evaluated, as OpenPSG evaluates its test split only")
+    result["warnings"] = notes
+    return result

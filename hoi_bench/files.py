@@ -119,38 +119,6 @@ def resolve_inside(root: str | os.PathLike, relative: str, *, file: str, record:
     return target
 
 
-def read_npz_arrays(path: str | os.PathLike, arrays: dict[str, tuple[int, str]], *, format_tag: str,
-                    what: str, written_by: str) -> dict[str, Any]:
-    """The arrays of a hoi-bench columnar ``.npz`` (``name -> (ndim, dtype kind)``), checked before any use.
-
-    The archive must carry a ``format`` array equal to ``format_tag`` and every named array with its number
-    of dimensions and dtype kind (integers pass where floats are expected); pickles are never loaded, and no
-    array is inflated or allocated past its member's size and the limits of
-    :func:`hoi_bench.archives.read_npz_members`. Each problem is a ``FormatError`` naming the file and the
-    array; ``what`` and ``written_by`` word the messages.
-    """
-    from hoi_bench.archives import read_npz_members
-
-    path = Path(path)
-    file = str(path)
-    if not path.is_file():
-        raise MissingFilesError(str(path.parent), [path.name], what="prediction file")
-    found = read_npz_members(path, [*arrays, "format"], what=f"{what} NPZ", written_by=written_by)
-    if "format" not in found or str(found["format"]) != format_tag:
-        raise FormatError(file, f"not a hoi-bench {what} NPZ", field="format", expected=repr(format_tag),
-                          found=str(found["format"]) if "format" in found else "no 'format' array")
-    missing = sorted(set(arrays) - set(found))
-    if missing:
-        raise FormatError(file, "missing arrays", field=", ".join(missing), expected=sorted(arrays),
-                          found=sorted(found))
-    for name, (ndim, kind) in arrays.items():
-        array = found[name]
-        if array.ndim != ndim or (array.dtype.kind != kind and not (kind == "f" and array.dtype.kind == "i")):
-            raise FormatError(file, "wrong array", field=name, expected=f"{ndim}-D, dtype kind {kind!r}",
-                              found=f"{array.ndim}-D {array.dtype}")
-    return found
-
-
 def read_json(path: str | os.PathLike, what: str = "JSON file") -> Any:
     """Decoded JSON of ``path`` (gzip-compressed when the name ends in ``.gz``, see :func:`read_bytes`).
 

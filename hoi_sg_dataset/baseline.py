@@ -36,6 +36,7 @@ from hoi_bench.errors import HoiBenchError
 from hoi_bench.files import write_json_atomic
 from hoi_bench.pair_baseline import PairBaseline, add_pair_arguments, pair_crops_or_blank, subsample_pairs
 from hoi_bench.training import BaselineScript, add_baseline_arguments, backbone_from_args, load_split
+from hoi_sg_dataset.scoring import dataset_of, module_inputs, score_prediction_file, without_images
 
 MODELS = {"pair": "pair classifier on GT boxes (trained)", "object-prior": "the object prior (no training)",
           "detr": "QPIC-style HOI detector on DETR (detects boxes and verbs; QPIC's recipe as defaults)"}
@@ -45,11 +46,6 @@ MODEL_TRAINING_DEFAULTS = {"pair": {"batch_size": 16, "eval_batch_size": 16, "ma
 MODEL_TRAINING_DEFAULTS["object-prior"] = MODEL_TRAINING_DEFAULTS["pair"]
 CONFIGS = tuple(f"{d}_split{n}" for d in ("hico", "vcoco") for n in (1, 2, 3)) + ("hico", "vcoco")
 PERSON_RAW_ID = 1
-
-
-def dataset_of(config: str) -> str:
-    """``"hico"`` or ``"vcoco"``: the GT conventions (verb ids, "no object" HOIs, metric) a config follows."""
-    return "vcoco" if config.startswith("vcoco") else "hico"
 
 
 class HoiPairBaseline(PairBaseline):
@@ -151,11 +147,6 @@ class HoiPairBaseline(PairBaseline):
         return path, score_prediction_file(path, references, self.dataset)
 
 
-def without_images(rows):
-    """The rows without their (undecoded) image column, for annotation-only reads."""
-    return rows.remove_columns(["image"]) if "image" in rows.column_names else rows
-
-
 def candidate_pairs(box_labels: Sequence[int], person: int, *, with_no_object: bool) -> list[tuple[int, int]]:
     """Every (human box, other box) pair, plus (human, -1) "no object" pairs when asked (V-COCO).
 
@@ -220,17 +211,6 @@ def prediction_entries(records: list[dict[str, Any]], references: list, verbs, m
         scores.append(pair_scores[pair_index, verb_index])
     hoi_set = HoiSet.from_images(boxes=boxes, box_labels=labels, hois=hois, scores=scores, what="predictions")
     return prediction_json(hoi_set, [r.file_name for r in references])
-
-
-def score_prediction_file(path: Path, references: list, dataset: str) -> dict[str, Any]:
-    """Read the prediction file back with the package's reader (validating it) and compute ``hoi_map``
-    (HICO-DET) or ``vcoco_map`` (V-COCO) against the split's GT records."""
-    from hoi_sg_dataset.evaluation import hoi_map, vcoco_map
-    from hoi_sg_dataset.predictions import prediction_set, read_predictions, reference_set
-
-    predictions = prediction_set(references, read_predictions(path, dataset), source=str(path))
-    result = (hoi_map if dataset == "hico" else vcoco_map)(reference_set(references), predictions)
-    return {key: value for key, value in result.items() if key not in ("ap_per_triplet", "ap_per_verb")}
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -316,25 +296,41 @@ def demo(context) -> None:
         context.suggest("tensorboard", "--logdir", pair_run)
 
 
-def module_inputs(path: Path, rows, dataset: str) -> tuple[list[dict], list[dict]]:
-    """``hoi_map``/``vcoco_map`` module inputs: one dict per GT image of ``rows`` (boxes, raw labels, raw
-    HOIs), predictions read from the PPDM/QPIC file ``path`` with the package's reader, lined up by file
-    name."""
-    from hoi_sg_dataset.builder import row_to_record
-    from hoi_sg_dataset.predictions import read_predictions
+DETECTOR_DEMO_STEPS = 30
 
-    references = [row_to_record(row, dataset) for row in without_images(rows)]
-    by_name = {p.file_name: p for p in read_predictions(path, dataset)}
-    reference_dicts, prediction_dicts = [], []
-    for record in references:
-        reference_dicts.append({"boxes": record.boxes.tolist(), "box_labels": record.box_labels.tolist(),
-                                "hois": record.hoi_triplets.tolist()})
-        entry = by_name.get(record.file_name)
-        prediction_dicts.append({"boxes": [] if entry is None else entry.boxes.tolist(),
-                                 "box_labels": [] if entry is None else entry.box_labels.tolist(),
-                                 "hois": [] if entry is None else entry.hois.tolist(),
-                                 "scores": [] if entry is None else entry.scores.tolist()})
-    return prediction_dicts, reference_dicts
+
+def detector_demo(context) -> None:
+    """``hoi-bench demo`` step: the tiny detector trained a few steps on the sample's ``hico_split1`` and its
+    test prediction file scored with the ``hoi_map`` evaluate module (the code path a GPU run takes, on a CPU)."""
+    import evaluate
+
+    from hoi_bench import metric_path
+    from hoi_bench.training import demo_hub_folder
+
+    def build(hub: Path) -> Path:
+        from hoi_sg_dataset.hub_folder import build_hoi_sg
+        from hoi_sg_dataset.samples import write_sample
+
+        return build_hoi_sg(write_sample(base / "sample").root, hub, [DEMO_CONFIG], synthetic=True)
+
+    base = context.out_dir / "work" / "hoi_sg"
+    hub = demo_hub_folder(context.out_dir / "hoi_sg", build)
+    out = base / f"{DEMO_CONFIG}-detr"
+    args = parse_args(["--data", str(hub), "--config", DEMO_CONFIG, "--cache-dir", str(base / "cache"),
+                       "--model", "detr", "--backbone", "tiny-random", "--num-queries", "16", "--batch-size", "8",
+                       "--learning-rate", "1e-3", "--lr-backbone", "1e-3", "--max-steps", str(DETECTOR_DEMO_STEPS),
+                       "--checkpointing-steps", str(DETECTOR_DEMO_STEPS), "--output-dir", str(out)])
+    results = run(args)
+    path = Path(results["splits"]["test"]["predictions"])
+    predictions, references = module_inputs(path, load_split(args, "test"), dataset_of(DEMO_CONFIG))
+    value = evaluate.load(metric_path("hoi_map")).compute(predictions=predictions, references=references)["mAP"]
+    label = f"mAP (QPIC-style detector, {DETECTOR_DEMO_STEPS} steps)"
+    context.result(f"hoi_sg/{DEMO_CONFIG}", "test (SG)", label, value)
+    context.say(f"detector (tiny DETR, QPIC's matcher and losses), {DETECTOR_DEMO_STEPS} steps: mAP {value:.3f} on the SG "
+                f"test split, from boxes it detected itself; predictions {path}; model {out / 'model'} "
+                f"(hoi_bench.detection.HoiDetector.from_pretrained). A few CPU steps only show the path works: "
+                f"benchmarks/detector_overfit.py shows it learning")
+    context.artifacts["hoi_sg detector predictions"] = path
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ def register(registry: Registry) -> None:
                                  deferred("hoi_sg_dataset.baseline:configure_parser"),
                                  deferred("hoi_sg_dataset.baseline:train")))
     registry.add_demo_step(DemoStep(TRAIN_DEMO_NAME, 50, deferred("hoi_sg_dataset.baseline:demo")))
-    registry.add_demo_step(DemoStep(DETECTOR_DEMO_NAME, 54, deferred("hoi_sg_dataset.detector:demo")))
+    registry.add_demo_step(DemoStep(DETECTOR_DEMO_NAME, 54, deferred("hoi_sg_dataset.baseline:detector_demo")))
 
 
 def _configure_build(parser: argparse.ArgumentParser) -> None:

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from hoi_bench.archives import read_npz_arrays
 from hoi_bench.errors import FormatError
-from hoi_bench.files import read_npz_arrays, write_bytes_atomic
+from hoi_bench.files import write_bytes_atomic
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.formats import FLOAT32_MAX, within_float32
 from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs

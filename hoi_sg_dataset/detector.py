@@ -81,7 +81,7 @@ class HoiDetrBaseline(Baseline):
 
     def __init__(self, args: argparse.Namespace) -> None:
         from hoi_bench.detection.transforms import Resizing
-        from hoi_sg_dataset.baseline import dataset_of
+        from hoi_sg_dataset.scoring import dataset_of
         from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
 
         self.args = args
@@ -260,8 +260,8 @@ class HoiDetrBaseline(Baseline):
         return records
 
     def finish(self, split: str, records: list[dict[str, Any]], predictions_dir: Path):
-        from hoi_sg_dataset.baseline import score_prediction_file, without_images
         from hoi_sg_dataset.builder import row_to_record
+        from hoi_sg_dataset.scoring import score_prediction_file, without_images
 
         references = [row_to_record(row, self.dataset) for row in without_images(self.references[split])]
         entries = detector_prediction_entries(records, [r.file_name for r in references], self.objects,
@@ -418,42 +418,3 @@ def role_ap(predictions: Path, references: list, detections_path: Path, official
     write_json_atomic(detections_path, detections)
     result = vcoco_role_map_files([vsrl], instances, ids, detections_path)
     return {key: value for key, value in result.items() if not isinstance(value, (dict, list))}
-
-
-DEMO_CONFIG = "hico_split1"
-DEMO_STEPS = 30
-
-
-def demo(context) -> None:
-    """``hoi-bench demo`` step: the tiny detector trained a few steps on the sample's ``hico_split1`` and its
-    test prediction file scored with the ``hoi_map`` evaluate module (the code path a GPU run takes, on a CPU)."""
-    import evaluate
-
-    from hoi_bench import metric_path
-    from hoi_bench.training import demo_hub_folder
-    from hoi_sg_dataset.baseline import dataset_of, module_inputs, parse_args, run
-
-    def build(hub: Path) -> Path:
-        from hoi_sg_dataset.hub_folder import build_hoi_sg
-        from hoi_sg_dataset.samples import write_sample
-
-        return build_hoi_sg(write_sample(base / "sample").root, hub, [DEMO_CONFIG], synthetic=True)
-
-    base = context.out_dir / "work" / "hoi_sg"
-    hub = demo_hub_folder(context.out_dir / "hoi_sg", build)
-    out = base / f"{DEMO_CONFIG}-detr"
-    args = parse_args(["--data", str(hub), "--config", DEMO_CONFIG, "--cache-dir", str(base / "cache"),
-                       "--model", "detr", "--backbone", "tiny-random", "--num-queries", "16", "--batch-size", "8",
-                       "--learning-rate", "1e-3", "--lr-backbone", "1e-3", "--max-steps", str(DEMO_STEPS),
-                       "--checkpointing-steps", str(DEMO_STEPS), "--output-dir", str(out)])
-    results = run(args)
-    path = Path(results["splits"]["test"]["predictions"])
-    predictions, references = module_inputs(path, load_split(args, "test"), dataset_of(DEMO_CONFIG))
-    value = evaluate.load(metric_path("hoi_map")).compute(predictions=predictions, references=references)["mAP"]
-    label = f"mAP (QPIC-style detector, {DEMO_STEPS} steps)"
-    context.result(f"hoi_sg/{DEMO_CONFIG}", "test (SG)", label, value)
-    context.say(f"detector (tiny DETR, QPIC's matcher and losses), {DEMO_STEPS} steps: mAP {value:.3f} on the SG "
-                f"test split, from boxes it detected itself; predictions {path}; model {out / 'model'} "
-                f"(hoi_bench.detection.HoiDetector.from_pretrained). A few CPU steps only show the path works: "
-                f"benchmarks/detector_overfit.py shows it learning")
-    context.artifacts["hoi_sg detector predictions"] = path

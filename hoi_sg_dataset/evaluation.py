@@ -2,7 +2,8 @@
 
 Three protocols, each reproducing an upstream evaluator:
 
-* ``hoi_map(..., protocol="qpic")`` — QPIC ``datasets/hico_eval.py``: per image, predictions in descending
+* ``hoi_map(..., protocol="qpic")`` — QPIC ``datasets/hico_eval.py`` on GT boxes rounded to float32 as QPIC's
+  data loader holds them (predictions as given): per image, predictions in descending
   score order (ties: file order, as Python's stable sort), top-100 cut; a prediction matches the GT HOI of the
   same verb whose subject and object boxes both have IoU >= 0.5 (+1-pixel IoU, no overlap when ``x1 >= x2``,
   IoU 0 across categories), the best being the largest min(subject IoU, object IoU) (first GT in file order on
@@ -14,13 +15,15 @@ Three protocols, each reproducing an upstream evaluator:
   after ``np.argsort(-score)`` (the same call, so ties resolve as upstream does on the same numpy build),
   means with ``np.mean`` in first-appearance order of the triplets.
 * ``hoi_map(..., protocol="ho-rcnn")`` — the official HICO-DET MATLAB code (``eval_one.m``): the fixed 600 HOI
-  classes, no per-image cap, IoU without categories (``iw = min(x2) - max(x1) + 1 > 0``), every GT pair its
+  classes, no per-image cap, IoU without categories (``iw = min(x2) - max(x1) + 1 > 0``; in single
+  precision for detections of a single-precision ``.mat`` cache, as MATLAB computes with them), every GT pair its
   own instance, stable sort of all detections of a class, thresholds ``0:0.1:1`` as MATLAB's colon operator
   builds them, optional known-object mode; a class with detections but no GT has recall 0/0 = NaN, so the mean
   recall is NaN, as ``eval_one.m`` prints it.
-* ``vcoco_map`` — QPIC ``datasets/vcoco_eval.py``: GT without object (``object == -1``) is matched on the
-  subject alone, no triplet filter, predictions on an image without GT boxes are FPs, AP per verb,
-  ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24 fixed verbs with absent ones counted as 0.
+* ``vcoco_map`` — QPIC ``datasets/vcoco_eval.py`` (GT boxes in float32, as for "qpic"): GT without object
+  (``object == -1``) is matched on the subject alone, no triplet filter, predictions on an image without GT
+  boxes are FPs, AP per verb, ``mAP_all`` over verbs with GT and ``mAP_thesis`` over the 24 fixed verbs with
+  absent ones counted as 0.
 
 Inputs are :class:`HoiSet` objects: the boxes and HOIs of every image of a test set, concatenated with
 offsets. The matching is done for all images at once (a join of predictions and GT HOIs on (image, verb)),
@@ -30,10 +33,9 @@ against.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal
 
@@ -41,9 +43,8 @@ import numpy as np
 
 from hoi_bench.ap import ELEVEN_POINTS
 from hoi_bench.errors import ConfigError, PredictionError
+from hoi_bench.input_warnings import collected_notes, warn_input
 from hoi_sg_dataset.formats import FLOAT32_MAX, within_float32
-
-logger = logging.getLogger(__name__)
 
 PROTOCOLS = ("qpic", "ho-rcnn")
 IOU_THRESHOLD = 0.5
@@ -82,6 +83,8 @@ class HoiSet:
     ``i`` at rows ``box_offsets[i]:box_offsets[i+1]``; ``hois`` (M×3 int64: subject index, object index or -1
     for "no object", verb id) indexes the boxes *of its own image* and lies at rows
     ``hoi_offsets[i]:hoi_offsets[i+1]``; ``scores`` (M float64) is set for predictions and ``None`` for GT.
+    ``single_precision`` (M bool, or ``None``: none) marks predicted HOIs the official MATLAB tool holds in single
+    precision (detections of a single-precision ``.mat`` cache): the ho-rcnn protocol computes their IoU in float32.
     Build it with :meth:`from_images`.
 
     >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]],
@@ -97,6 +100,7 @@ class HoiSet:
     hoi_offsets: np.ndarray
     scores: np.ndarray | None = None
     what: str = "references"
+    single_precision: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         _check_hoi_set(self)
@@ -211,6 +215,11 @@ def _check_hoi_set(hoi_set: HoiSet) -> None:
         )
     if hois.shape != (hoi_set.hoi_offsets[-1], 3):
         raise PredictionError(f"{what}: hois {hois.shape} do not match hoi_offsets (expected M×3)")
+    single = hoi_set.single_precision
+    if single is not None and (single.dtype != bool or single.shape != (len(hois),)):
+        raise PredictionError(
+            f"{what}: single_precision must be one bool per HOI (found {single.dtype} {single.shape})"
+        )
     if not within_float32(boxes):
         _report_bad_boxes(hoi_set)
     _check_labels_and_hois(hoi_set)
@@ -306,6 +315,28 @@ def pair_iou(gt: np.ndarray, pred: np.ndarray, *, rule: Literal["qpic", "matlab"
     with np.errstate(divide="ignore", invalid="ignore"):
         iou = inter / (area_gt + area_pred - inter)
     return np.where(overlaps, iou, 0.0)
+
+
+def matlab_single_iou(gt: np.ndarray, det: np.ndarray) -> np.ndarray:
+    """``pair_iou(gt, det, rule="matlab")`` as MATLAB computes it for single-precision detections and double GT
+    (``VOCevaldet_bboxpair.m`` on a single-precision ``.mat`` cache): an operation on a single and a double gives
+    a single, so the intersection and the detection's area are single arithmetic, while the GT's own area is
+    double, rounded to single where it joins the union. Returned as float64 (the single values, exactly).
+
+    >>> gt = np.array([[1., 1, 6, 10]]); det = np.array([[4 + 2 ** -22, 1, 6, 10]])  # 4 in single
+    >>> float(pair_iou(gt, det, rule="matlab")[0]) < 0.5, float(matlab_single_iou(gt, det)[0])
+    (True, 0.5)
+    """
+    one = np.float32(1)
+    g, d = gt.astype(np.float32), det.astype(np.float32)
+    iw = (np.minimum(d[:, 2], g[:, 2]) - np.maximum(d[:, 0], g[:, 0])) + one
+    ih = (np.minimum(d[:, 3], g[:, 3]) - np.maximum(d[:, 1], g[:, 1])) + one
+    area_det = (d[:, 2] - d[:, 0] + one) * (d[:, 3] - d[:, 1] + one)
+    area_gt = ((gt[:, 2] - gt[:, 0] + 1) * (gt[:, 3] - gt[:, 1] + 1)).astype(np.float32)
+    inter = iw * ih
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        iou = inter / (area_det + area_gt - inter)
+    return np.where((iw > 0) & (ih > 0), iou, np.float32(0)).astype(np.float64)
 
 
 def rank_predictions(predictions: HoiSet, top_k: int | None) -> np.ndarray:
@@ -430,14 +461,16 @@ def match_predictions(
     gt_sub, gt_obj = references.hoi_box_rows()
     pred_sub, pred_obj = predictions.hoi_box_rows(rows[pair_pred])
     gs, go = gt_sub[pair_gt], gt_obj[pair_gt]
-    sub_iou = pair_iou(references.boxes[gs], predictions.boxes[pred_sub], rule=iou_rule)
+    single = None if predictions.single_precision is None else predictions.single_precision[rows[pair_pred]]
+    sub_iou = _iou(references.boxes[gs], predictions.boxes[pred_sub], iou_rule, single)
     if labels == "boxes":
         sub_iou = np.where(references.box_labels[gs] == predictions.box_labels[pred_sub], sub_iou, 0.0)
     has_obj = (pred_obj >= 0) & (go >= 0)
     obj_iou = np.zeros(len(pair_pred))
     if has_obj.any():
         rows_gt, rows_pred = go[has_obj], pred_obj[has_obj]
-        iou = pair_iou(references.boxes[rows_gt], predictions.boxes[rows_pred], rule=iou_rule)
+        iou = _iou(references.boxes[rows_gt], predictions.boxes[rows_pred], iou_rule,
+                   None if single is None else single[has_obj])
         same_category = references.box_labels[rows_gt] == predictions.box_labels[rows_pred]
         obj_iou[has_obj] = np.where(same_category, iou, 0.0 if labels == "boxes" else -1.0)
     no_gt_object = go < 0
@@ -460,6 +493,14 @@ def match_predictions(
     is_tp = np.zeros(n, dtype=bool)
     is_tp[matched[claim_order[first_claim]]] = True
     return is_tp, best_gt_row
+
+
+def _iou(gt: np.ndarray, pred: np.ndarray, rule: Literal["qpic", "matlab"], single: np.ndarray | None) -> np.ndarray:
+    """:func:`pair_iou`, in MATLAB's single precision for the pairs ``single`` marks (ho-rcnn only)."""
+    iou = pair_iou(gt, pred, rule=rule)
+    if single is not None and single.any():
+        iou[single] = matlab_single_iou(gt[single], pred[single])
+    return iou
 
 
 def _require_same_images(references: HoiSet, predictions: HoiSet) -> None:
@@ -641,13 +682,17 @@ def hoi_map(
     """HICO-DET(-SG) HOI detection mAP.
 
     Returns ``{"mAP", "mAP_rare", "mAP_non_rare", "mean_max_recall", "ap_per_triplet", "protocol",
-    "num_classes", "reasons"}``; ``ap_per_triplet`` is keyed ``"<subject category>_<object category>_<verb>"``
-    in raw ids. Rare classes have fewer than 10 instances in ``train_references``; a mean with no class to
-    average is ``None`` and ``reasons[key]`` says why (on an SG test split no held-out combination occurs in
-    training). ``top_k`` defaults to 100 per image for "qpic" and no cut for "ho-rcnn"; ``known_object``
-    (ho-rcnn only) scores a class only on images whose GT HOIs include its object category. Under ho-rcnn a
-    class with detections but no GT has recall NaN, which makes ``mean_max_recall`` NaN (with a reason), as
-    the MATLAB code prints it.
+    "num_classes", "reasons", "warnings"}``; ``ap_per_triplet`` is keyed
+    ``"<subject category>_<object category>_<verb>"`` in raw ids. Rare classes have fewer than 10 instances in
+    ``train_references``; a mean with no class to average is ``None`` and ``reasons[key]`` says why (on an SG
+    test split no held-out combination occurs in training). ``top_k`` defaults to 100 per image for "qpic" and
+    no cut for "ho-rcnn"; ``known_object`` (ho-rcnn only) scores a class only on images whose GT HOIs include
+    its object category. Under ho-rcnn a class with detections but no GT has recall NaN, which makes
+    ``mean_max_recall`` NaN (with a reason), as the MATLAB code prints it. Under "qpic" the GT boxes are rounded
+    to float32 first (:func:`as_loaded_by_qpic`).
+    ``warnings`` lists, one counted line each, inputs scored as the upstream code scores them though they look
+    wrong (boxes with x2 < x1; GT HOIs outside the 600 classes under ho-rcnn); each is also issued as a
+    :class:`~hoi_bench.input_warnings.InputWarning`.
 
     >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 47]],
     ...                         hois=[[[0, 1, 37]]])
@@ -666,10 +711,45 @@ def hoi_map(
     _require_objects(references)
     _require_objects(predictions)
     _require_same_images(references, predictions)
-    rows = kept_rows(predictions, _resolve_top_k(top_k, protocol))
-    if protocol == "qpic":
-        return _qpic_hico(references, predictions, rows, train_references)
-    return _ho_rcnn(references, predictions, rows, train_references, known_object)
+    with collected_notes() as notes:
+        rows = kept_rows(predictions, _resolve_top_k(top_k, protocol))
+        if protocol == "qpic":
+            _note_inverted_boxes((references, predictions), "QPIC's hico_eval.py")
+            result = _qpic_hico(as_loaded_by_qpic(references), predictions, rows, train_references)
+        else:
+            _note_inverted_boxes((references, predictions), "eval_one.m")
+            result = _ho_rcnn(references, predictions, rows, train_references, known_object)
+    result["warnings"] = notes
+    return result
+
+
+def as_loaded_by_qpic(references: HoiSet) -> HoiSet:
+    """``references`` with every box coordinate rounded to float32, as QPIC's data loaders hold GT boxes
+    (``datasets/hico.py`` and ``vcoco.py``: ``torch.as_tensor(boxes, dtype=torch.float32)``); its evaluators
+    compute the IoU from those values. Predictions are not rounded: the evaluators take them as given.
+
+    >>> gt = HoiSet.from_images(boxes=[[[0, 0, 2, 7.0000002]]], box_labels=[[1]], hois=[[]])
+    >>> as_loaded_by_qpic(gt).boxes.tolist()
+    [[0.0, 0.0, 2.0, 7.0]]
+    """
+    rounded = references.boxes.astype(np.float32).astype(np.float64)
+    if np.array_equal(rounded, references.boxes):
+        return references
+    return replace(references, boxes=rounded)
+
+
+def _note_inverted_boxes(hoi_sets: Sequence[HoiSet], evaluator: str) -> None:
+    """Count the boxes with x2 < x1 or y2 < y1 of each set in one warning: the upstream evaluators score them as
+    they are (their IoU formulas take any four numbers), and so does hoi-bench."""
+    for hoi_set in hoi_sets:
+        boxes = hoi_set.boxes
+        inverted = np.flatnonzero((boxes[:, 2] < boxes[:, 0]) | (boxes[:, 3] < boxes[:, 1]))
+        if inverted.size:
+            image, local = _image_of(hoi_set.box_offsets, inverted[0])
+            warn_input(
+                f"{hoi_set.what}: {inverted.size} boxes have x2 < x1 or y2 < y1 (first: image {image}, "
+                f"boxes[{local}] = {boxes[inverted[0]].tolist()}); scored as given, as {evaluator} scores them"
+            )
 
 
 def _qpic_hico(references: HoiSet, predictions: HoiSet, rows: np.ndarray, train: HoiSet | None) -> dict:
@@ -757,9 +837,8 @@ def _ho_rcnn(
     gt_class = _hoi_class_ids(gt_triplets[:, 2], gt_triplets[:, 1])
     outside = int((gt_class < 0).sum())
     if outside:
-        logger.warning(
-            "%d GT HOIs are none of the 600 HICO-DET classes; the ho-rcnn protocol ignores them", outside
-        )
+        warn_input(f"{references.what}: {outside} GT HOIs are none of the 600 HICO-DET classes; the ho-rcnn "
+                   "protocol ignores them, as eval_one.m knows only those classes")
     num_gt = np.bincount(gt_class[gt_class >= 0], minlength=len(classes))
     _, pred_objects, pred_verbs = _triplet_columns(predictions, rows)
     class_ids = _hoi_class_ids(pred_verbs, pred_objects)
@@ -791,10 +870,11 @@ def _ho_rcnn(
 def vcoco_map(references: HoiSet, predictions: HoiSet, *, top_k: int | None | str = "default") -> dict:
     """V-COCO(-SG) role mAP as QPIC's ``vcoco_eval.py`` computes it.
 
-    Returns ``{"mAP_all", "mAP_thesis", "mAP_thesis_present", "ap_per_verb", "reasons"}``: ``mAP_all``
+    Returns ``{"mAP_all", "mAP_thesis", "mAP_thesis_present", "ap_per_verb", "reasons", "warnings"}``: ``mAP_all``
     averages the verbs that have GT; ``mAP_thesis`` averages the 24 thesis verbs counting a verb without GT as
     0, as upstream does; ``mAP_thesis_present`` (ours, not upstream) averages only the thesis verbs that have
-    GT. ``top_k`` defaults to 100 per image.
+    GT. ``top_k`` defaults to 100 per image. GT boxes are rounded to float32 first, as QPIC loads them
+    (:func:`as_loaded_by_qpic`); ``warnings`` as in :func:`hoi_map`.
 
     >>> gt = HoiSet.from_images(boxes=[[[0, 0, 9, 9], [5, 5, 20, 20]]], box_labels=[[1, 37]],
     ...                         hois=[[[0, 1, 0], [0, -1, 1]]])
@@ -804,6 +884,14 @@ def vcoco_map(references: HoiSet, predictions: HoiSet, *, top_k: int | None | st
     >>> result["ap_per_verb"], round(result["mAP_all"], 6), result["mAP_thesis"]
     ({'0': 0.0, '1': 1.0000000000000002}, 0.5, 0.0)
     """
+    with collected_notes() as notes:
+        _note_inverted_boxes((references, predictions), "QPIC's vcoco_eval.py")
+        result = _qpic_vcoco(as_loaded_by_qpic(references), predictions, top_k)
+    result["warnings"] = notes
+    return result
+
+
+def _qpic_vcoco(references: HoiSet, predictions: HoiSet, top_k: int | None | str) -> dict:
     rows = kept_rows(predictions, _resolve_top_k(top_k, "qpic"))
     num_gt = np.bincount(references.hois[:, 2])
     present = np.flatnonzero(num_gt)

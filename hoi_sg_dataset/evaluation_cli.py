@@ -156,6 +156,22 @@ def _summary_rows(result: dict, keys: tuple[str, ...]) -> list[list]:
     return [[key, result[key], result.get("reasons", {}).get(key, "")] for key in keys]
 
 
+def _warning_lines(result: dict) -> str:
+    """The result's counted input warnings, one ``warning:`` line each (empty when there are none)."""
+    return "".join(f"\nwarning: {note}" for note in result.get("warnings", []))
+
+
+def _quietly(compute, *args, **kwargs) -> dict:
+    """``compute(...)`` with its input warnings left to the table (they are in the result's ``warnings``)."""
+    import warnings
+
+    from hoi_bench.input_warnings import InputWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputWarning)
+        return compute(*args, **kwargs)
+
+
 def hoi_map_table(result: dict, per_class: bool = False) -> str:
     """The terminal report of a ``hoi_map`` result."""
     from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs
@@ -170,7 +186,7 @@ def hoi_map_table(result: dict, per_class: bool = False) -> str:
             name = f"{_name(objects, subject)} {_name(verbs, verb)} {_name(objects, obj)}"
             rows.append([key, name, ap])
         text += "\n\n" + format_table(["triplet", "name", "AP"], rows)
-    return text
+    return text + _warning_lines(result)
 
 
 def vcoco_map_table(result: dict, per_class: bool = False) -> str:
@@ -182,7 +198,7 @@ def vcoco_map_table(result: dict, per_class: bool = False) -> str:
         verbs = vcoco_verbs()
         rows = [[key, _name(verbs, int(key)), ap] for key, ap in result["ap_per_verb"].items()]
         text += "\n\n" + format_table(["verb", "name", "AP"], rows)
-    return text
+    return text + _warning_lines(result)
 
 
 def _name(vocabulary, raw_id: int) -> str:
@@ -211,7 +227,8 @@ def _write_output(path: Path | None, result: dict) -> None:
 def _run_hoi_map(args: argparse.Namespace) -> int:
     from hoi_sg_dataset.predictions import hoi_map_files
 
-    result = hoi_map_files(
+    result = _quietly(
+        hoi_map_files,
         args.references,
         args.predictions,
         train_references=args.train_references,
@@ -229,7 +246,7 @@ def _run_hoi_map(args: argparse.Namespace) -> int:
 def _run_vcoco_map(args: argparse.Namespace) -> int:
     from hoi_sg_dataset.predictions import vcoco_map_files
 
-    result = vcoco_map_files(args.references, args.predictions, top_k=args.top_k, workers=_workers(args))
+    result = _quietly(vcoco_map_files, args.references, args.predictions, top_k=args.top_k, workers=_workers(args))
     _refuse_nothing_scored(result, ("mAP_all",), args.references)
     print(vcoco_map_table(result, args.per_class))
     _write_output(args.output, result)

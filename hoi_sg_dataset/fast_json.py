@@ -161,13 +161,14 @@ def decode_predictions(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
 
 
 @gc_paused()
-def decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
+def decode_references(data: bytes, dataset: str, *, allow_inverted_boxes: bool = False,
+                      allow_repeated_images: bool = False) -> tuple[list[str], HoiSet]:
     """File names and GT of an annotation file as a ``HoiSet``; raises ``TypedDecodeError`` on any problem, including
-    an image listed twice."""
+    an image listed twice and a box with x2 < x1 or y2 < y1 unless allowed (``formats.read_annotations``)."""
     try:
         records = _REFERENCES.decode(data)
         names = [r.file_name for r in records]
-        if not all(names) or len(set(names)) != len(names):
+        if not all(names) or (not allow_repeated_images and len(set(names)) != len(names)):
             raise TypedDecodeError
         boxes, labels, box_offsets, hoi_items, hoi_offsets, hois = _columns_of(records, "annotations",
                                                                                "hoi_annotation")
@@ -177,7 +178,7 @@ def decode_references(data: bytes, dataset: str) -> tuple[list[str], HoiSet]:
         del hoi_items
     except (msgspec.DecodeError, OverflowError) as error:
         raise TypedDecodeError from error
-    if not ((boxes[:, 0] <= boxes[:, 2]) & (boxes[:, 1] <= boxes[:, 3])).all():
+    if not allow_inverted_boxes and not ((boxes[:, 0] <= boxes[:, 2]) & (boxes[:, 1] <= boxes[:, 3])).all():
         raise TypedDecodeError
     _check_indices(hois, box_offsets, hoi_offsets, no_object=dataset == "vcoco")
     verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()

@@ -171,18 +171,26 @@ def detect_dataset(file_name: str) -> Dataset | None:
 
 
 def read_annotations(
-    path: str | os.PathLike, dataset: Dataset | None = None, *, validate: bool = True
+    path: str | os.PathLike,
+    dataset: Dataset | None = None,
+    *,
+    validate: bool = True,
+    allow_inverted_boxes: bool = False,
+    allow_repeated_images: bool = False,
 ) -> list[ImageRecord]:
     """Read and validate one annotation file; ``dataset`` ``None`` detects it from the first file name.
 
     ``validate=False`` skips the id and index checks (the record structure is still checked), for files in
-    this format that use other vocabularies.
+    this format that use other vocabularies. The two ``allow_*`` switches are for the metrics, which score what
+    the official evaluation code scores: a box with x2 < x1 or y2 < y1 (the metric counts them in a warning),
+    an image listed twice (a training file counted for rare / non-rare, as QPIC counts every listing).
     """
     path = Path(path)
     data = read_json(path, what="annotation file")
     if dataset is None:
         dataset = _detect_from_data(data, str(path))
-    return parse_annotations(data, dataset, source=str(path), validate=validate)
+    return parse_annotations(data, dataset, source=str(path), validate=validate,
+                             allow_inverted_boxes=allow_inverted_boxes, allow_repeated_images=allow_repeated_images)
 
 
 def _detect_from_data(data: Any, source: str) -> Dataset:
@@ -204,9 +212,16 @@ def _detect_from_data(data: Any, source: str) -> Dataset:
 
 
 def parse_annotations(
-    data: Any, dataset: Dataset, *, source: str = "<annotations>", validate: bool = True
+    data: Any,
+    dataset: Dataset,
+    *,
+    source: str = "<annotations>",
+    validate: bool = True,
+    allow_inverted_boxes: bool = False,
+    allow_repeated_images: bool = False,
 ) -> list[ImageRecord]:
-    """Turn decoded JSON (a list of image dicts) into ``ImageRecord`` objects, validating every field."""
+    """Turn decoded JSON (a list of image dicts) into ``ImageRecord`` objects, validating every field
+    (``allow_*``: see :func:`read_annotations`)."""
     if dataset not in DATASETS:
         raise FormatError(
             source, "unknown dataset", field="dataset", expected=" or ".join(DATASETS), found=dataset
@@ -218,8 +233,10 @@ def parse_annotations(
             expected="list",
             found=type(data).__name__,
         )
-    checker = _Checker(source, dataset, validate)
+    checker = _Checker(source, dataset, validate, allow_inverted_boxes)
     records = [checker.record(index, raw) for index, raw in enumerate(data)]
+    if allow_repeated_images:
+        return records
     first_at: dict[str, int] = {}
     for index, record in enumerate(records):
         first = first_at.setdefault(record.file_name, index)
@@ -238,10 +255,11 @@ def parse_annotations(
 class _Checker:
     """Validates raw record dicts and builds ``ImageRecord`` objects; one instance per file."""
 
-    def __init__(self, source: str, dataset: Dataset, validate: bool) -> None:
+    def __init__(self, source: str, dataset: Dataset, validate: bool, allow_inverted_boxes: bool = False) -> None:
         self.source = source
         self.dataset = dataset
         self.validate = validate
+        self.allow_inverted_boxes = allow_inverted_boxes
         self.objects = coco_objects()
         self.verbs = hico_verbs() if dataset == "hico" else vcoco_verbs()
         self.hoi_lookup = hico_hoi_lookup() if dataset == "hico" else {}
@@ -291,7 +309,8 @@ class _Checker:
                     bbox,
                 )
             x1, y1, x2, y2 = bbox
-            if not (x1 <= x2 and y1 <= y2) or not all(map(math.isfinite, bbox)):
+            in_order = self.allow_inverted_boxes or (x1 <= x2 and y1 <= y2)
+            if not in_order or not all(map(math.isfinite, bbox)):
                 raise self.fail(
                     index,
                     f"annotations[{position}].bbox",

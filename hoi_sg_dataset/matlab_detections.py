@@ -9,7 +9,10 @@ layouts:
 * format ``all``: one ``detections.mat`` whose ``all_boxes`` is 600 x (test images).
 
 Each cell is a k x 9 double matrix ``[h_x1 h_y1 h_x2 h_y2 o_x1 o_y1 o_x2 o_y2 score]`` of **0-based** pixel
-boxes; the tool adds 1 to every coordinate (``det_bb = det_bb + 1``), and so does this reader. Extra columns
+boxes; the tool adds 1 to every coordinate (``det_bb = det_bb + 1``), and so does this reader. A cache saved in
+single precision stays single in MATLAB (``[zeros(0, 8); single]`` is single), so a HOI class with any single
+cell has all its detections rounded to single, ``+ 1`` added in single, and its IoU computed in single
+(``HoiSet.single_precision``); this reader does the same. Extra columns
 are ignored, as ``det{j}(:, 1:8)`` and ``det{j}(:, 9)`` ignore them. Column ``j`` (1-based) is the test image
 ``HICO_test2015_<j, 8 digits>.jpg`` (``list_test`` of ``anno.mat`` lists the test images in that order).
 
@@ -18,7 +21,6 @@ Reading ``.mat`` files needs ``scipy`` (``pip install 'hoi-bench[matlab]'``); it
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Sequence
@@ -30,11 +32,10 @@ import numpy as np
 
 from hoi_bench.archives import check_mat_inflated_size
 from hoi_bench.errors import FormatError, HoiBenchError, MissingFilesError, PredictionError
+from hoi_bench.input_warnings import warn_input
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.formats import FLOAT32_MAX, ImageRecord, within_float32
 from hoi_sg_dataset.vocabulary import coco_objects, hico_hoi_classes
-
-logger = logging.getLogger(__name__)
 
 ALL_FILE = "detections.mat"
 OBJECT_FILE = "detections_{:02d}.mat"
@@ -53,7 +54,8 @@ class MatlabDetections:
     """Every detection of a MATLAB-layout file set, one row each, in the tool's order (class, image, row).
 
     ``columns``: 0-based image column (``list_test`` position); ``classes``: HOI class index 0..599;
-    ``boxes``: n x 8 one-based ``[human box, object box]``; ``scores``: n; ``num_columns``: images per class.
+    ``boxes``: n x 8 one-based ``[human box, object box]``; ``scores``: n; ``num_columns``: images per class;
+    ``single``: n, True for the detections of a class MATLAB holds in single precision (values already rounded).
     """
 
     columns: np.ndarray
@@ -61,6 +63,7 @@ class MatlabDetections:
     boxes: np.ndarray
     scores: np.ndarray
     num_columns: int
+    single: np.ndarray
 
 
 def read_matlab_detections(path: str | os.PathLike) -> MatlabDetections:
@@ -173,7 +176,7 @@ def _all_boxes(file: Path, loadmat, rows: int) -> np.ndarray:
 def _collect(parts: Sequence[tuple[Path, np.ndarray, np.ndarray]]) -> MatlabDetections:
     """Every non-empty cell's rows, file by file, class by class, then image then row: within one class
     this is the order in which the tool concatenates its detections (kept by its stable sort on ties)."""
-    columns, classes, matrices = [], [], []
+    columns, classes, matrices, single_classes = [], [], [], set()
     num_columns = parts[0][1].shape[1]
     for file, cells, class_of_row in parts:
         for r in range(cells.shape[0]):
@@ -181,17 +184,23 @@ def _collect(parts: Sequence[tuple[Path, np.ndarray, np.ndarray]]) -> MatlabDete
                 matrix = cells[r, j]
                 if np.size(matrix) == 0:
                     continue
+                if isinstance(matrix, np.ndarray) and matrix.dtype == np.float32:
+                    single_classes.add(int(class_of_row[r]))
                 matrix = _check_cell(file, r, j, matrix)
                 columns.append(np.full(len(matrix), j, dtype=np.int64))
                 classes.append(np.full(len(matrix), class_of_row[r], dtype=np.int64))
                 matrices.append(matrix)
     if not matrices:
         empty = np.zeros(0, dtype=np.int64)
-        return MatlabDetections(empty, empty, np.zeros((0, 8)), np.zeros(0), num_columns)
+        return MatlabDetections(empty, empty, np.zeros((0, 8)), np.zeros(0), num_columns, np.zeros(0, dtype=bool))
     rows = np.concatenate(matrices)
-    return MatlabDetections(
-        np.concatenate(columns), np.concatenate(classes), rows[:, :8] + 1, rows[:, 8].copy(), num_columns
-    )
+    class_ids = np.concatenate(classes)
+    single = np.isin(class_ids, sorted(single_classes))
+    boxes, scores = rows[:, :8] + 1, rows[:, 8].copy()
+    if single.any():  # MATLAB: the class's det_bb and det_conf are single, and so is det_bb + 1
+        boxes[single] = (rows[single, :8].astype(np.float32) + np.float32(1)).astype(np.float64)
+        scores[single] = rows[single, 8].astype(np.float32).astype(np.float64)
+    return MatlabDetections(np.concatenate(columns), class_ids, boxes, scores, num_columns, single)
 
 
 def _check_cell(file: Path, r: int, j: int, matrix: Any) -> np.ndarray:
@@ -221,7 +230,8 @@ def matlab_sets(
 
     The records must be HICO-DET test2015 images (column ``j`` is ``HICO_test2015_<j>.jpg``). A column with
     detections for an image the GT file does not list becomes an image without GT, where every detection is a
-    false positive, as ``eval_one.m`` scores an image without visible GT HOIs; a warning says how many.
+    false positive, as ``eval_one.m`` scores an image without visible GT HOIs; a warning says how many. A GT
+    image past the last column is an error: ``eval_one.m`` asserts one column per test image.
     """
     numbers = []
     for index, record in enumerate(records):
@@ -236,13 +246,20 @@ def matlab_sets(
     listed = dict(zip(numbers, records, strict=True))
     if len(listed) != len(records):
         raise PredictionError(f"{source}: the references list one test image twice")
+    if numbers and max(numbers) > detections.num_columns:
+        last = max(numbers)
+        raise PredictionError(
+            f"{source}: all_boxes has {detections.num_columns} image columns, but the references list "
+            f"HICO_test2015_{last:08d}.jpg (column {last}): eval_one.m stops here "
+            "(assert(numel(det) == numel(gt_bbox))); expected one column per test image, in list_test order"
+        )
     with_detections = {int(j) + 1 for j in np.unique(detections.columns)}
     unlisted = sorted(with_detections - listed.keys())
     if unlisted:
-        logger.warning(
-            "%d test images with detections are not in the references (first: %s); they are scored as images "
-            "without GT, so their detections are false positives, as eval_one.m scores them",
-            len(unlisted), f"HICO_test2015_{unlisted[0]:08d}.jpg",
+        warn_input(
+            f"{source}: {len(unlisted)} test images with detections are not in the references (first: "
+            f"HICO_test2015_{unlisted[0]:08d}.jpg); they are scored as images without GT, so their detections are "
+            "false positives, as eval_one.m scores them"
         )
         for number in unlisted:
             listed[number] = ImageRecord(f"HICO_test2015_{number:08d}.jpg", [], [])
@@ -269,5 +286,6 @@ def matlab_sets(
         hoi_offsets=offsets,
         scores=detections.scores[order],
         what=source,
+        single_precision=detections.single[order] if detections.single.any() else None,
     )
     return [listed[number] for number in ordered], predictions

@@ -8,8 +8,9 @@ A prediction file is a JSON list (optionally gzip-compressed, ``.json.gz``) with
 
 Verb ids are in the GT file's id space (HICO 1..117, V-COCO 0..28); ``object_id`` may be ``-1`` (no object) in
 V-COCO predictions. Entries are matched to GT images by ``file_name``; a GT image without an entry predicts
-nothing. Bad input raises ``FormatError`` (file, record, field, expected, found); an entry for an image the GT
-does not have, or two entries for one image, raise ``PredictionError``.
+nothing, and entries for images the GT does not have are ignored (the official evaluators score only the GT's
+images) and counted in an ``InputWarning``. Bad input raises ``FormatError`` (file, record, field, expected,
+found); two entries for one image raise ``PredictionError``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from hoi_bench.errors import FormatError, PredictionError
 from hoi_bench.files import read_bytes, read_json
+from hoi_bench.input_warnings import collected_notes, warn_input
 from hoi_sg_dataset.evaluation import HoiSet
 from hoi_sg_dataset.formats import DATASETS, FLOAT32_MAX, ImageRecord, detect_dataset
 from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
@@ -232,28 +234,38 @@ def reference_set(records: Sequence[ImageRecord]) -> HoiSet:
 
 
 def prediction_set(
-    records: Sequence[ImageRecord], predictions: Sequence[ImagePredictions], source: str = "<predictions>"
+    records: Sequence[ImageRecord],
+    predictions: Sequence[ImagePredictions],
+    source: str = "<predictions>",
+    *,
+    refuse_unknown: bool = False,
 ) -> HoiSet:
     """Predictions aligned with the GT ``records`` by file name (a GT image without entry predicts nothing).
 
-    Raises ``PredictionError`` for an entry whose image is not in the GT and for two entries of one image.
+    Raises ``PredictionError`` for two entries of one image; entries whose image is not in the GT are ignored
+    and counted in an ``InputWarning`` (as the official evaluators never see them), or refused with
+    ``refuse_unknown`` (a converter that must not drop anything).
     """
     position = {r.file_name: i for i, r in enumerate(records)}
     aligned: list[ImagePredictions | None] = [None] * len(records)
+    unknown: list[tuple[int, str]] = []
     for index, entry in enumerate(predictions):
         image = position.get(entry.file_name)
-        if image is None:
+        if image is None and refuse_unknown:
             raise PredictionError(
                 f"{source}: record {index}: field 'file_name': image not in the references "
-                f"(expected one of the {len(records)} GT file names, "
-                f"found {entry.file_name!r})"
+                f"(expected one of the {len(records)} GT file names, found {entry.file_name!r})"
             )
+        if image is None:
+            unknown.append((index, entry.file_name))
+            continue
         if aligned[image] is not None:
             raise PredictionError(
                 f"{source}: record {index}: field 'file_name': second entry for one image "
                 f"(expected one entry per image, found {entry.file_name!r} again)"
             )
         aligned[image] = entry
+    _note_unknown_images(unknown, source)
     empty_boxes, empty_ids = np.zeros((0, 4)), np.zeros(0, dtype=np.int64)
     return HoiSet.from_images(
         boxes=[empty_boxes if e is None else e.boxes for e in aligned],
@@ -271,21 +283,21 @@ def align_predictions(
     ``gt_names`` as :func:`prediction_set` lines up ``ImagePredictions``: same rules and errors, on arrays."""
     position = {name: i for i, name in enumerate(gt_names)}
     entry_of_image = np.full(len(gt_names), -1, dtype=np.int64)
+    unknown: list[tuple[int, str]] = []
     for index, name in enumerate(entry_names):
         image = position.get(name)
         if image is None:
-            raise PredictionError(
-                f"{source}: record {index}: field 'file_name': image not in the references "
-                f"(expected one of the {len(gt_names)} GT file names, found {name!r})"
-            )
+            unknown.append((index, name))
+            continue
         if entry_of_image[image] >= 0:
             raise PredictionError(
                 f"{source}: record {index}: field 'file_name': second entry for one image "
                 f"(expected one entry per image, found {name!r} again)"
             )
         entry_of_image[image] = index
+    _note_unknown_images(unknown, source)
     present = entry_of_image >= 0
-    if present.all() and (entry_of_image == np.arange(len(gt_names))).all():
+    if not unknown and present.all() and (entry_of_image == np.arange(len(gt_names))).all():
         return replace(entries, what=source)  # already in GT order: no copy
     entry = np.where(present, entry_of_image, 0)
 
@@ -308,18 +320,21 @@ def align_predictions(
     )
 
 
-def read_reference_set(path: str | os.PathLike, dataset: str) -> tuple[list[str], HoiSet]:
-    """GT file names and ``HoiSet`` of an annotation file (``.json`` or ``.json.gz``), strictly validated: the
-    typed decoder of ``fast_json``, and on any problem the Python validators for their exact error."""
+def read_reference_set(path: str | os.PathLike, dataset: str, *, allow_inverted_boxes: bool = False,
+                       allow_repeated_images: bool = False) -> tuple[list[str], HoiSet]:
+    """GT file names and ``HoiSet`` of an annotation file (``.json`` or ``.json.gz``), strictly validated but for
+    what the ``allow_*`` switches allow (``formats.read_annotations``): the typed decoder of ``fast_json``, and
+    on any problem the Python validators for their exact error."""
     from hoi_sg_dataset.fast_json import TypedDecodeError, decode_references
     from hoi_sg_dataset.formats import parse_annotations
 
     path = Path(path)
     data = read_bytes(path, "annotation file")
+    allowed = {"allow_inverted_boxes": allow_inverted_boxes, "allow_repeated_images": allow_repeated_images}
     try:
-        return decode_references(data, dataset)
+        return decode_references(data, dataset, **allowed)
     except TypedDecodeError:
-        records = parse_annotations(read_json(path, "annotation file"), dataset, source=str(path))
+        records = parse_annotations(read_json(path, "annotation file"), dataset, source=str(path), **allowed)
         return [r.file_name for r in records], reference_set(records)
 
 
@@ -346,13 +361,33 @@ def read_prediction_set(path: str | os.PathLike, dataset: str, *, workers: int =
         )
 
 
+def _note_unknown_images(unknown: list[tuple[int, str]], source: str) -> None:
+    if unknown:
+        index, name = unknown[0]
+        warn_input(f"{source}: {len(unknown)} prediction entries are for images the references do not have "
+                   f"(first: record {index}, file_name {name!r}); ignored, as the official evaluators score only "
+                   "the references' images")
+
+
+def _note_repeated_images(names: Sequence[str], source: str) -> None:
+    seen: set[str] = set()
+    repeated = []
+    for name in names:
+        if name in seen:
+            repeated.append(name)
+        seen.add(name)
+    if repeated:
+        warn_input(f"{source}: {len(repeated)} records repeat an image listed before (first: {repeated[0]!r}); "
+                   "every listing counts for rare / non-rare, as QPIC counts the training annotations")
+
+
 def load_hoi_sets(
     references: str | os.PathLike, predictions: str | os.PathLike, dataset: str, *, workers: int = 1
 ) -> tuple[HoiSet, HoiSet]:
     """``(references, predictions)`` of a GT file and a prediction file (JSON, or the columnar ``.npz`` of
     ``columnar``), read by the typed readers of ``fast_json`` (no Python object per box or score; the same
     checks and errors as :func:`load_sets`); ``workers`` processes may decode a large JSON prediction file."""
-    gt_names, gt = read_reference_set(references, dataset)
+    gt_names, gt = read_reference_set(references, dataset, allow_inverted_boxes=True)
     if Path(predictions).suffix == ".npz":
         from hoi_sg_dataset.columnar import read_prediction_npz
 
@@ -392,7 +427,7 @@ def load_sets(
     """Read a GT file and a prediction file of ``dataset``: ``(references, predictions, GT records)``."""
     from hoi_sg_dataset.formats import read_annotations
 
-    records = read_annotations(references, dataset)
+    records = read_annotations(references, dataset, allow_inverted_boxes=True)
     entries = read_predictions(predictions, dataset)
     return reference_set(records), prediction_set(records, entries, source=str(predictions)), records
 
@@ -409,17 +444,26 @@ def hoi_map_files(
     ``workers`` processes may decode a large JSON prediction file (``read_prediction_set``).
 
     With ``protocol="ho-rcnn"``, ``predictions`` may also be the MATLAB tool's detections (a folder of
-    ``detections_XX.mat`` or one ``detections.mat``, see ``hoi_sg_dataset.matlab_detections``).
+    ``detections_XX.mat`` or one ``detections.mat``, see ``hoi_sg_dataset.matlab_detections``). GT boxes with
+    x2 < x1 are scored, a training file may list an image twice (every listing counts, as in QPIC), prediction
+    entries for other images are ignored: each counted in the result's ``warnings``.
     """
     from hoi_sg_dataset.evaluation import hoi_map
     from hoi_sg_dataset.matlab_detections import is_matlab_layout
 
-    if is_matlab_layout(predictions):
-        gt, pred = _matlab_sets(references, predictions, options.get("protocol", "qpic"))
-    else:
-        gt, pred = load_hoi_sets(references, predictions, "hico", workers=workers)
-    train = None if train_references is None else read_reference_set(train_references, "hico")[1]
-    return hoi_map(gt, pred, train_references=train, **options)
+    with collected_notes() as notes:
+        if is_matlab_layout(predictions):
+            gt, pred = _matlab_sets(references, predictions, options.get("protocol", "qpic"))
+        else:
+            gt, pred = load_hoi_sets(references, predictions, "hico", workers=workers)
+        train = None
+        if train_references is not None:
+            train_names, train = read_reference_set(train_references, "hico", allow_inverted_boxes=True,
+                                                    allow_repeated_images=True)
+            _note_repeated_images(train_names, str(train_references))
+        result = hoi_map(gt, pred, train_references=train, **options)
+    result["warnings"] = notes
+    return result
 
 
 def _matlab_sets(
@@ -438,7 +482,8 @@ def _matlab_sets(
             "a JSON prediction file"
         )
     detections = read_matlab_detections(predictions)
-    records, pred = matlab_sets(read_annotations(references, "hico"), detections, str(predictions))
+    records, pred = matlab_sets(read_annotations(references, "hico", allow_inverted_boxes=True), detections,
+                                str(predictions))
     return reference_set(records), pred
 
 
@@ -449,8 +494,11 @@ def vcoco_map_files(
     ``workers`` processes may decode a large JSON prediction file."""
     from hoi_sg_dataset.evaluation import vcoco_map
 
-    gt, pred = load_hoi_sets(references, predictions, "vcoco", workers=workers)
-    return vcoco_map(gt, pred, **options)
+    with collected_notes() as notes:
+        gt, pred = load_hoi_sets(references, predictions, "vcoco", workers=workers)
+        result = vcoco_map(gt, pred, **options)
+    result["warnings"] = notes
+    return result
 
 
 def verb_prior_predictions(

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hoi_bench.errors import FormatError, PredictionError
+from hoi_sg_dataset.formats import FLOAT32_MAX
 
 ACTIONS: tuple[str, ...] = (
     "hold", "stand", "sit", "ride", "walk", "look", "hit", "eat", "jump", "lay", "talk_on_phone", "carry",
@@ -165,8 +166,21 @@ def detections_from_images(person_boxes, agent_scores, role_boxes, role_scores) 
 
 
 def _stack(values, shape: tuple, what: str, image: int, field: str) -> np.ndarray:
-    """``values`` as a float32 array (None becomes NaN) of ``shape`` (None: any length), else ``FormatError``."""
-    array = np.zeros((0, *shape[1:]), np.float32) if len(values) == 0 else np.array(values, dtype=np.float32)
+    """``values`` as a float32 array (None becomes NaN) of ``shape`` (None: any length), else ``FormatError``;
+    so is a value beyond the float32 range, which the cast (upstream's too) would silently make infinite."""
+    wide = np.zeros((0, *shape[1:])) if len(values) == 0 else np.array(values, dtype=np.float64)
+    far = np.abs(wide) > FLOAT32_MAX  # NaN (None) compares False
+    if far.any():
+        raise FormatError(
+            None,
+            f"{field} of image {image} in the {what}: a value beyond the float32 range (upstream casts to float32, "
+            "where it would become infinite)",
+            record=image,
+            field=field,
+            expected=f"numbers within +-{FLOAT32_MAX:.4g}, or None / NaN",
+            found=float(wide[far][0]),
+        )
+    array = wide.astype(np.float32)
     if array.ndim != len(shape) or any(want not in (None, got) for want, got in zip(shape, array.shape)):
         expected = " x ".join("any" if n is None else str(n) for n in shape)
         raise FormatError(

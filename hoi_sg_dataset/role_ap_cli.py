@@ -98,13 +98,18 @@ def vcoco_role_map_table(result: dict, per_class: bool = False) -> str:
         ]
         text += "\n\n" + format_table(["action-role", "AP scenario 1", "AP scenario 2"], rows)
         text += "\n\n" + format_table(["action", "agent AP"], [[a, result["agent_ap"][a]] for a in ACTIONS])
-    return text
+    return text + "".join(f"\nwarning: {note}" for note in result.get("warnings", []))
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
+    import warnings
+
+    from hoi_bench.input_warnings import InputWarning
     from hoi_sg_dataset.vcoco_role_files import vcoco_role_map_files
 
-    result = vcoco_role_map_files(args.vsrl, args.instances, args.image_ids, args.detections)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputWarning)  # listed below the table
+        result = vcoco_role_map_files(args.vsrl, args.instances, args.image_ids, args.detections)
     if all_undefined(result[key] for key in MEAN_KEYS):
         raise DataError(f"nothing to score: {_why_undefined(args)} (every AP would be n/a)")
     print(vcoco_role_map_table(result, args.per_class))

@@ -35,7 +35,7 @@ def detections_from_predictions(references: str | os.PathLike, predictions: str 
     source = str(predictions)
     records = read_annotations(references, "vcoco")
     entries = read_predictions(predictions, "vcoco")
-    prediction_set(records, entries, source=source)
+    prediction_set(records, entries, source=source, refuse_unknown=True)
     verbs = vcoco_verbs()
     out = []
     for k, entry in enumerate(entries):

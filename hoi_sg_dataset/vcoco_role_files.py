@@ -14,7 +14,10 @@ The official ``vsrl_eval.py`` reads three GT files and a detection list:
 - the detection list as JSON: one object per (person, object) hypothesis with ``image_id``, ``person_box``
   [x1, y1, x2, y2], the 26 ``<action>_agent`` scores and the 25 ``<action>_<role>`` lists [x1, y1, x2, y2,
   score]; ``null`` stands for NaN (an empty role box is four nulls or [0, 0, 0, 0], a null score drops the
-  detection from that class). Entries for images outside the split are ignored, as upstream ignores them.
+  detection from that class). Entries for images outside the split are ignored, as upstream ignores them, and
+  counted in a warning; an integral float ``image_id`` (``500001.0``) is that image, a string or fractional one
+  matches no image (upstream compares it to the integer ids) and is ignored and counted too. A number beyond the
+  float32 range (upstream casts to float32, which would make it infinite) is a ``FormatError``.
 
 Every input the official code would stop on (a missing key, an unknown action or role name, split ids that do
 not match, a role object that is not a kept annotation of the image, ...) is a ``FormatError`` naming the file,
@@ -33,6 +36,8 @@ import numpy as np
 
 from hoi_bench.errors import FormatError, PredictionError
 from hoi_bench.files import decode_json, read_bytes, read_json
+from hoi_bench.input_warnings import collected_notes, warn_input
+from hoi_sg_dataset.formats import FLOAT32_MAX
 from hoi_sg_dataset.role_ap import (
     ACTION_ROLE_NAMES,
     ACTION_ROLES,
@@ -349,7 +354,12 @@ class CocoImages:
 
 def read_instances(path: str | os.PathLike, image_ids: np.ndarray) -> CocoImages:
     """Upstream's GT boxes of ``image_ids``: annotations in file order (crowd too) unless ``ignore`` is 1,
-    box x2 = x + max(0, w - 1) clipped to the image, kept if ``area`` > 0 and the box is not degenerate."""
+    box x2 = x + max(0, w - 1) clipped to the image, kept if ``area`` > 0 and the box is not degenerate.
+
+    Upstream looks annotations up through pycocotools, whose index keeps one annotation per ``id`` (the last in
+    the file) but lists an image's ids as often as they occur: an id used twice makes every listing the last
+    annotation with that id, so a person can count twice and halve the recall. That is what is scored here too,
+    with a warning that counts the repeated ids."""
     source = str(path)
     data = read_json(path, what="COCO instances file")
     if type(data) is not dict:
@@ -403,7 +413,13 @@ def read_instances(path: str | os.PathLike, image_ids: np.ndarray) -> CocoImages
             found=absent[0],
         )
     rows: list[list[tuple[int, int, list]]] = [[] for _ in position]
-    for k, ann in enumerate(data["annotations"]):
+    annotations = data["annotations"]
+    last_of: dict[int, int] = {}
+    for k, ann in enumerate(annotations):
+        if type(ann) is dict and _int64(ann.get("id")):
+            last_of[ann["id"]] = k
+    _note_repeated_ids(source, annotations, last_of)
+    for k, ann in enumerate(annotations):
         if type(ann) is not dict or not _int64(ann.get("id")) or not _integer(ann.get("image_id")):
             raise FormatError(
                 source,
@@ -414,6 +430,8 @@ def read_instances(path: str | os.PathLike, image_ids: np.ndarray) -> CocoImages
                 found=ann,
             )
         image = position.get(ann["image_id"])
+        k = last_of[ann["id"]]  # pycocotools' anns[id]: the last annotation with this id
+        ann = annotations[k]
         if image is None or ann.get("ignore") == 1:
             continue
         bbox, area, category = ann.get("bbox"), ann.get("area"), ann.get("category_id")
@@ -428,6 +446,22 @@ def read_instances(path: str | os.PathLike, image_ids: np.ndarray) -> CocoImages
             )
         rows[image].append((ann["id"], category, [*bbox, area], k))
     return _clean_boxes(rows, sizes, image_ids, categories[0]["id"], category_ids, source)
+
+
+def _note_repeated_ids(source: str, annotations: list, last_of: dict[int, int]) -> None:
+    first_of: dict[int, int] = {}
+    repeated = []
+    for k, ann in enumerate(annotations):
+        if type(ann) is dict and _integer(ann.get("id")):
+            if ann["id"] in first_of:
+                repeated.append((first_of[ann["id"]], k, ann["id"]))
+            first_of.setdefault(ann["id"], k)
+    if repeated:
+        first, second, ann_id = repeated[0]
+        warn_input(f"{source}: {len(repeated)} annotations repeat an id used before (first: id {ann_id} at records "
+                   f"{first} and {second}); as pycocotools indexes them, every listing of the id is the last "
+                   f"annotation with it (record {last_of[ann_id]}), so a person can be counted twice, as "
+                   "vsrl_eval.py counts it")
 
 
 def _clean_boxes(rows, sizes, image_ids, person_category, category_ids, source) -> CocoImages:
@@ -505,11 +539,11 @@ def _detection_types():
     import msgspec
 
     value = float | None
-    fields = [("image_id", int), ("person_box", tuple[value, value, value, value])]
+    fields = [("image_id", int | float | str), ("person_box", tuple[value, value, value, value])]
     fields += [(name, value) for name in AGENT_NAMES]
     fields += [(name, tuple[value, value, value, value, value]) for name in ACTION_ROLE_NAMES]
     full = msgspec.defstruct("Detection", fields)
-    image_only = msgspec.defstruct("DetectionImage", [("image_id", int)])
+    image_only = msgspec.defstruct("DetectionImage", [("image_id", int | float | str)])
     return msgspec, full, image_only
 
 
@@ -522,16 +556,18 @@ def read_detections(path: str | os.PathLike, image_ids: np.ndarray) -> VcocoDete
     entries = decode_json(data, list[msgspec.Raw], source, "detection file")
     position = {int(i): k for k, i in enumerate(image_ids.tolist())}
     image_index, records, batch, parsed = [], [], [], []
+    not_integer, outside = [], []
     decode_image, decode_full = msgspec.json.Decoder(image_only).decode, msgspec.json.Decoder(full).decode
     for k, raw in enumerate(entries):
         try:  # the common case in one pass; an entry that does not decode may still be outside the split
             entry = decode_full(raw)
         except (msgspec.ValidationError, msgspec.DecodeError):
             entry = None
-        image = position.get(
-            _decode(decode_image, raw, source, k, msgspec).image_id if entry is None else entry.image_id
-        )
+        image_id = _decode(decode_image, raw, source, k, msgspec).image_id if entry is None else entry.image_id
+        image = position.get(image_id) if type(image_id) is not str else None  # 500001.0 == 500001
         if image is None:
+            integral = type(image_id) is int or (type(image_id) is float and image_id.is_integer())
+            (outside if integral else not_integer).append((k, image_id))
             continue
         image_index.append(image)
         records.append(k)
@@ -541,9 +577,10 @@ def read_detections(path: str | os.PathLike, image_ids: np.ndarray) -> VcocoDete
             )
         )
         if len(batch) == _BATCH:
-            parsed.append(_arrays(batch))
+            parsed.append(_arrays(batch, records[-len(batch):], source))
             batch = []
-    parsed.append(_arrays(batch))
+    parsed.append(_arrays(batch, records[len(records) - len(batch):], source))
+    _note_unmatched(source, not_integer, outside)
     person, agents, roles = (np.concatenate([p[i] for p in parsed]) for i in range(3))
     return VcocoDetections(
         image_index=np.array(image_index, dtype=np.int64),
@@ -586,14 +623,39 @@ def _decode(decode, raw, source: str, record: int, msgspec):
         ) from error
 
 
-def _arrays(batch: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Person boxes, agent scores and role lists of decoded detections as float32 (``None`` becomes NaN)."""
+def _note_unmatched(source: str, not_integer: list[tuple[int, Any]], outside: list[tuple[int, Any]]) -> None:
+    if not_integer:
+        k, image_id = not_integer[0]
+        warn_input(f"{source}: {len(not_integer)} detections have an image_id that is not an integer (first: record "
+                   f"{k}, found {image_id!r}); they match no image and are ignored, as vsrl_eval.py ignores them")
+    if outside:
+        k, image_id = outside[0]
+        warn_input(f"{source}: {len(outside)} detections are for images outside the evaluated split (first: record "
+                   f"{k}, image_id {image_id!r}); ignored, as vsrl_eval.py ignores them")
+
+
+def _arrays(batch: list[tuple], records: list[int], source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Person boxes, agent scores and role lists of decoded detections as float32 (``None`` becomes NaN).
+
+    A value beyond the float32 range is refused: upstream's cast would turn it into an infinite box or score.
+    """
     agents_end = 2 + len(AGENT_NAMES)
-    return (
-        np.array([t[1] for t in batch], dtype=np.float32).reshape(-1, 4),
-        np.array([t[2:agents_end] for t in batch], dtype=np.float32).reshape(-1, len(AGENT_NAMES)),
-        np.array([t[agents_end:] for t in batch], dtype=np.float32).reshape(-1, len(ACTION_ROLE_NAMES), 5),
-    )
+    person = np.array([t[1] for t in batch], dtype=np.float64).reshape(-1, 4)
+    agents = np.array([t[2:agents_end] for t in batch], dtype=np.float64).reshape(-1, len(AGENT_NAMES))
+    roles = np.array([t[agents_end:] for t in batch], dtype=np.float64).reshape(-1, len(ACTION_ROLE_NAMES), 5)
+    for values, names in ((person, ("person_box",)), (agents, AGENT_NAMES), (roles, ACTION_ROLE_NAMES)):
+        far = np.abs(values) > FLOAT32_MAX  # NaN (null) compares False
+        if far.any():
+            row, column = np.argwhere(far.reshape(len(values), len(names), -1).any(axis=2))[0]
+            raise FormatError(
+                source,
+                "number beyond the float32 range (vsrl_eval.py casts to float32: it would become infinite)",
+                record=records[row],
+                field=names[column],
+                expected=f"numbers within +-{FLOAT32_MAX:.4g} or null",
+                found=values[row].reshape(len(names), -1)[column].tolist(),
+            )
+    return person.astype(np.float32), agents.astype(np.float32), roles.astype(np.float32)
 
 
 def vcoco_role_map_files(
@@ -603,12 +665,15 @@ def vcoco_role_map_files(
     detections: str | os.PathLike,
 ) -> dict:
     """``role_ap.vcoco_role_ap`` of the official V-COCO files and a detection list, as the public result."""
-    ids = read_image_ids(image_ids)
-    persons = read_vsrl(vsrl)
-    check_split(persons, ids, str(image_ids))
-    gt = ground_truth(persons, read_instances(instances, ids), ids)
-    dets = read_detections(detections, ids)
-    try:
-        return vcoco_role_ap(gt, dets).to_json()
-    except PredictionError as error:
-        raise PredictionError(f"{detections}: {error}") from error
+    with collected_notes() as notes:
+        ids = read_image_ids(image_ids)
+        persons = read_vsrl(vsrl)
+        check_split(persons, ids, str(image_ids))
+        gt = ground_truth(persons, read_instances(instances, ids), ids)
+        dets = read_detections(detections, ids)
+        try:
+            result = vcoco_role_ap(gt, dets).to_json()
+        except PredictionError as error:
+            raise PredictionError(f"{detections}: {error}") from error
+    result["warnings"] = notes
+    return result

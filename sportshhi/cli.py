@@ -100,13 +100,19 @@ def _configure_evaluate(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
+    import warnings
+
+    from hoi_bench.input_warnings import InputWarning
     from sportshhi import formats
     from sportshhi.evaluation import score_tables
 
     actions = formats.read_action_list(args.action_list)
-    annotations = formats.read_annotation_csv(args.references, actions)
-    predictions = formats.read_prediction_csv(args.predictions, actions)
-    result = score_tables(annotations, predictions, iou_threshold=args.iou_threshold, official=args.official)
+    # --official scores boxes a little outside [0, 1] as the released code does (counted in the warnings)
+    annotations = formats.read_annotation_csv(args.references, actions, allow_outside_image=args.official)
+    predictions = formats.read_prediction_csv(args.predictions, actions, allow_outside_image=args.official)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputWarning)  # listed below the tables
+        result = score_tables(annotations, predictions, iou_threshold=args.iou_threshold, official=args.official)
     settings = result["settings"]
     if all_undefined([result["mAP"], *(result[f"recall@{k}"] for k in settings["ks"])]):
         found = f"{len(annotations)} GT interactions, none of an evaluated class" if len(annotations) else "no rows"
@@ -120,6 +126,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
                  for label, ap in result["ap_per_class"].items()]
     print()
     print(format_table(["label id", "name", "AP"], per_class))
+    for note in result["warnings"]:
+        print(f"warning: {note}")
     if args.output is not None:
         write_json_atomic(args.output, result, indent=2)
         print(f"\nwrote {args.output}")

@@ -24,7 +24,11 @@ Two modes:
 
 An explicit ``iou_threshold`` overrides the threshold of either mode. HHIDet and HHICls differ only in the
 proposals a model uses; the metric is the same. Each GT row is one GT instance, also when a keyframe lists the
-same ordered pair with several labels (one row per label, as the release does).
+same ordered pair with several labels (one row per label, as the release does), and also when two rows are
+identical (the released code counts both; a warning counts such rows). In official mode, boxes outside the
+normalised image [0, 1] are scored as the released code scores them, counted in a warning.
+
+Warnings are issued as :class:`~hoi_bench.input_warnings.InputWarning` and listed in the result's ``"warnings"``.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import numpy as np
 
 from hoi_bench.ap import ap_all_point, precision_recall
 from hoi_bench.errors import PredictionError
+from hoi_bench.input_warnings import collected_notes, warn_input
 
 logger = logging.getLogger(__name__)
 
@@ -102,8 +107,9 @@ def hhi_metrics(
 
     ``*_keys`` identify the keyframe of each row (any hashable, e.g. ``"video,TTTT"``), boxes are N×4 xyxy in
     one coordinate system (normalised in the release), labels are 1-based label ids. Returns
-    ``{"settings", "mAP", "ap_per_class": {"<label id>": AP or None}, "recall@K"...}``; values are fractions
-    in [0, 1], ``None`` where undefined.
+    ``{"settings", "mAP", "ap_per_class": {"<label id>": AP or None}, "recall@K"..., "warnings"}``; values are
+    fractions in [0, 1], ``None`` where undefined; ``warnings`` counts inputs scored as the released code scores
+    them though they look wrong (identical GT rows; in official mode, boxes outside [0, 1]).
 
     >>> box_a, box_b = [0.1, 0.1, 0.3, 0.8], [0.5, 0.1, 0.7, 0.8]
     >>> result = hhi_metrics(["v,0001"], [box_a], [box_b], [2],
@@ -114,18 +120,52 @@ def hhi_metrics(
     """
     settings = HHISettings.resolve(iou_threshold, official, class_whitelist, ks)
     gt_frames, pred_frames = keyframe_codes(gt_keys, pred_keys)
-    gt = _GroundTruth.build(gt_frames, gt_subject_boxes, gt_object_boxes, gt_labels, settings.class_whitelist)
-    pred = _Detections.build(pred_frames, pred_subject_boxes, pred_object_boxes, pred_labels, pred_scores,
-                             settings.class_whitelist, gt.renumber)
-    if len(gt.labels) and not len(pred):
-        logger.warning("no prediction falls on an evaluated keyframe (check that predictions are keyed by "
-                       "keyframe index = frame_id // 5, with the same video ids as the GT)")
-    pairs = _candidate_pairs(gt, pred, settings)
-    result: dict = {"settings": settings.as_dict()}
-    result.update(_average_precision(gt, pred, pairs, settings))
-    for k in settings.ks:
-        result[f"recall@{k}"] = _recall_at(gt, pred, pairs, settings, k)
+    with collected_notes() as notes:
+        gt = _GroundTruth.build(gt_frames, gt_subject_boxes, gt_object_boxes, gt_labels, settings.class_whitelist)
+        pred = _Detections.build(pred_frames, pred_subject_boxes, pred_object_boxes, pred_labels, pred_scores,
+                                 settings.class_whitelist, gt.renumber)
+        if official:
+            _note_outside_image("GT", (gt_subject_boxes, gt_object_boxes))
+            _note_outside_image("prediction", (pred_subject_boxes, pred_object_boxes))
+        _note_identical_gt_rows(gt)
+        if len(gt.labels) and not len(pred):
+            logger.warning("no prediction falls on an evaluated keyframe (check that predictions are keyed by "
+                           "keyframe index = frame_id // 5, with the same video ids as the GT)")
+        pairs = _candidate_pairs(gt, pred, settings)
+        result: dict = {"settings": settings.as_dict()}
+        result.update(_average_precision(gt, pred, pairs, settings))
+        for k in settings.ks:
+            result[f"recall@{k}"] = _recall_at(gt, pred, pairs, settings, k)
+    result["warnings"] = notes
     return result
+
+
+def _note_outside_image(what: str, box_sets: tuple) -> None:
+    """Count the rows with a box coordinate outside the normalised image [0, 1] (official mode scores them)."""
+    outside = np.zeros(0, dtype=bool)
+    for boxes in box_sets:
+        boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        rows = ((boxes < 0.0) | (boxes > 1.0)).any(axis=1)
+        outside = rows if not len(outside) else outside | rows
+    if outside.any():
+        first = int(np.flatnonzero(outside)[0])
+        found = [np.asarray(b, dtype=np.float64).reshape(-1, 4)[first].tolist() for b in box_sets]
+        warn_input(f"{int(outside.sum())} {what} rows have a box coordinate outside the normalised image [0, 1] "
+                   f"(first: row {first}, subject and object boxes {found}); scored as given, as the released "
+                   "hhi_eval scores them")
+
+
+def _note_identical_gt_rows(gt: _GroundTruth) -> None:
+    """Count evaluated GT rows identical to an earlier one (keyframe, boxes, label): each is one more GT instance,
+    as the released code counts it."""
+    rows = np.column_stack([gt.frames, gt.labels, gt.subject_boxes, gt.object_boxes])
+    if len(rows) < 2:
+        return
+    _, first = np.unique(rows, axis=0, return_index=True)
+    repeats = len(rows) - len(first)
+    if repeats:
+        warn_input(f"{repeats} evaluated GT rows repeat an earlier row exactly (same keyframe, boxes and label); "
+                   "each counts as one more GT instance, as the released hhi_eval counts it")
 
 
 def keyframe_codes(gt_keys: Sequence[Hashable],
@@ -487,7 +527,16 @@ def score_tables(annotations, predictions, **settings) -> dict:
     gt_keys = gt_videos.codes * span + gt_keyframes
     pred_video = gt_video_of_pred[pred_videos.codes]
     pred_keys = np.where(pred_video >= 0, pred_video * span + pred_keyframes, -1)
-    return hhi_metrics(
-        gt_keys, annotations.subject_boxes, annotations.object_boxes, annotations.labels,
-        pred_keys, predictions.subject_boxes, predictions.object_boxes, predictions.labels,
-        predictions.scores, **settings)
+    with collected_notes() as notes:
+        unknown = np.flatnonzero(pred_video < 0)
+        if len(unknown):
+            video = pred_videos.names[pred_videos.codes[unknown[0]]]
+            warn_input(f"{len(unknown)} predictions are for videos the GT does not have (first: row "
+                       f"{int(unknown[0])}, video {video!r}); ignored, as the released hhi_eval evaluates only "
+                       "the GT's keyframes")
+        result = hhi_metrics(
+            gt_keys, annotations.subject_boxes, annotations.object_boxes, annotations.labels,
+            pred_keys, predictions.subject_boxes, predictions.object_boxes, predictions.labels,
+            predictions.scores, **settings)
+    result["warnings"] = notes
+    return result

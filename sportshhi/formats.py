@@ -329,12 +329,14 @@ def _numpy_of(chunks, dtype: np.dtype) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
-def _box_columns(columns: dict, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+def _box_columns(columns: dict, names: tuple[str, ...],
+                 allow_outside_image: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
     """``(subject boxes, object boxes)`` (N×4 each) from the 8 coordinate columns ``names``, or ``None``
-    unless every box is normalised (in [0, 1], NaN excluded) with ordered corners. Checked on the 1-D columns,
-    before any stacking."""
+    unless every box is normalised (in [0, 1], NaN excluded; any finite value with ``allow_outside_image``) with
+    ordered corners. Checked on the 1-D columns, before any stacking."""
     coordinates = [columns[name] for name in names]
-    if not all(len(c) == 0 or (c.min() >= 0.0 and c.max() <= 1.0) for c in coordinates):  # NaN fails both
+    low, high = (-np.inf, np.inf) if allow_outside_image else (0.0, 1.0)
+    if not all(len(c) == 0 or (c.min() >= low and c.max() <= high) for c in coordinates):  # NaN fails both
         return None
     x11, y11, x12, y12, x21, y21, x22, y22 = coordinates
     if not all((high >= low).all() for low, high in ((x11, x12), (y11, y12), (x21, x22), (y21, y22))):
@@ -382,9 +384,9 @@ def _number(path: Path, line: int, column: str, text: str, kind: type) -> float 
     return value
 
 
-def _check_box(path: Path, line: int, field: str, box: list[float]) -> None:
+def _check_box(path: Path, line: int, field: str, box: list[float], allow_outside_image: bool = False) -> None:
     x1, y1, x2, y2 = box
-    if min(box) < 0.0 or max(box) > 1.0:
+    if not allow_outside_image and (min(box) < 0.0 or max(box) > 1.0):
         raise FormatError(str(path), "box outside the normalised image", record=f"line {line}", field=field,
                           expected="coordinates in [0, 1]", found=box)
     if x2 < x1 or y2 < y1:
@@ -402,21 +404,22 @@ def _check_label(path: Path, line: int, label: int, actions: ActionList | None) 
 
 
 def read_annotation_csv(path: str | os.PathLike, actions: ActionList | None = None, *,
-                        one_label_per_pair: bool = False) -> Annotations:
+                        one_label_per_pair: bool = False, allow_outside_image: bool = False) -> Annotations:
     """Read and validate a 13-column SportsHHI annotation CSV (``.csv`` or ``.csv.gz``).
 
     Rejects (with file and line): a file that is not UTF-8, a wrong column count, non-numbers, boxes outside
-    [0, 1] or with x2 < x1 / y2 < y1, and labels missing from ``actions`` (when given). The release lists an
-    ordered (subject, object) pair once per label, and the official evaluation counts each row as a GT
-    instance, so several rows of one pair are accepted; ``one_label_per_pair=True`` refuses them instead, as
-    the official training loader does (single-label classification), naming both lines.
+    [0, 1] (unless ``allow_outside_image``: the official evaluation scores them, and ``hhi_metrics`` in official
+    mode counts them in a warning) or with x2 < x1 / y2 < y1, and labels missing from ``actions`` (when given).
+    The release lists an ordered (subject, object) pair once per label, and the official evaluation counts each
+    row as a GT instance, so several rows of one pair are accepted; ``one_label_per_pair=True`` refuses them
+    instead, as the official training loader does (single-label classification), naming both lines.
     """
     path = Path(path)
     data = _read_csv_bytes(path)
     columns = _arrow_columns(data, ANNOTATION_COLUMNS, ("frame_id", "label", "p1_id", "p2_id"))
     if columns is not None:
         coding: VideoCoding = columns["video_id"]
-        boxes = _box_columns(columns, ANNOTATION_COLUMNS[2:10])
+        boxes = _box_columns(columns, ANNOTATION_COLUMNS[2:10], allow_outside_image)
         frame_ids, labels = columns["frame_id"], columns["label"]
         valid = (boxes is not None and _valid_video_ids(coding) and frame_ids.min(initial=0) >= 0
                  and _valid_labels(labels, actions))
@@ -430,10 +433,11 @@ def read_annotation_csv(path: str | os.PathLike, actions: ActionList | None = No
                 video_ids=coding.ids(), frame_ids=frame_ids, subject_boxes=boxes[0], object_boxes=boxes[1],
                 labels=labels,
                 subject_ids=columns["p1_id"], object_ids=columns["p2_id"], video_coding=coding)
-    return _read_annotations_by_row(path, actions, one_label_per_pair)
+    return _read_annotations_by_row(path, actions, one_label_per_pair, allow_outside_image)
 
 
-def _read_annotations_by_row(path: Path, actions: ActionList | None, one_label_per_pair: bool) -> Annotations:
+def _read_annotations_by_row(path: Path, actions: ActionList | None, one_label_per_pair: bool,
+                             allow_outside_image: bool = False) -> Annotations:
     """The row-by-row reader: slow, and the one that words every error (the first bad line of the file)."""
     rows = _read_rows(path, ANNOTATION_COLUMNS)
     video_ids, frame_ids, labels, subject_ids, object_ids = [], [], [], [], []
@@ -449,7 +453,7 @@ def _read_annotations_by_row(path: Path, actions: ActionList | None, one_label_p
                               expected="integer >= 0", found=frame_id)
         coords = [_number(path, line, ANNOTATION_COLUMNS[2 + j], cells[2 + j], float) for j in range(8)]
         for field_name, box in zip(_BOX_FIELDS, (coords[:4], coords[4:])):
-            _check_box(path, line, field_name, box)
+            _check_box(path, line, field_name, box, allow_outside_image)
         label = _number(path, line, "label", cells[10], int)
         _check_label(path, line, label, actions)
         pair = (cells[0], frame_id // FRAMES_PER_KEYFRAME, tuple(coords))
@@ -544,26 +548,30 @@ class Predictions:
         return len(self.labels)
 
 
-def read_prediction_csv(path: str | os.PathLike, actions: ActionList | None = None) -> Predictions:
+def read_prediction_csv(path: str | os.PathLike, actions: ActionList | None = None, *,
+                        allow_outside_image: bool = False) -> Predictions:
     """Read and validate a 12-column prediction CSV (keyed by keyframe index, normalised boxes).
 
     Rejects (with file and line): a file that is not UTF-8, a wrong column count, non-finite numbers, boxes
-    outside [0, 1] or with x2 < x1 / y2 < y1, and labels missing from ``actions`` (when given). Duplicate rows
+    outside [0, 1] (unless ``allow_outside_image``, as :func:`read_annotation_csv`) or with x2 < x1 / y2 < y1,
+    and labels missing from ``actions`` (when given). Duplicate rows
     are allowed: a model may emit the same pair several times and each row is scored. The file (``.csv`` or
     ``.csv.gz``) is decoded by Arrow into typed columns and checked column-wise; any problem sends it through
     the row-by-row reader, which names the first offending line.
     """
     path = Path(path)
-    return _read_predictions_columnar(path, actions) or _read_predictions_by_row(path, actions)
+    return (_read_predictions_columnar(path, actions, allow_outside_image)
+            or _read_predictions_by_row(path, actions, allow_outside_image))
 
 
-def _read_predictions_columnar(path: Path, actions: ActionList | None) -> Predictions | None:
+def _read_predictions_columnar(path: Path, actions: ActionList | None,
+                               allow_outside_image: bool = False) -> Predictions | None:
     """The whole file through ``pyarrow.csv``; ``None`` whenever any row would need an error message."""
     columns = _arrow_columns(_read_csv_bytes(path), PREDICTION_COLUMNS, ("keyframe", "label"))
     if columns is None:
         return None
     coding: VideoCoding = columns["video_id"]
-    boxes = _box_columns(columns, PREDICTION_COLUMNS[2:10])
+    boxes = _box_columns(columns, PREDICTION_COLUMNS[2:10], allow_outside_image)
     labels, scores, keyframes = columns["label"], columns["score"], columns["keyframe"]
     valid = (boxes is not None and np.isfinite(scores).all() and keyframes.min(initial=0) >= 0
              and _valid_labels(labels, actions) and _valid_video_ids(coding))
@@ -573,7 +581,8 @@ def _read_predictions_columnar(path: Path, actions: ActionList | None) -> Predic
                        object_boxes=boxes[1], labels=labels, scores=scores, video_coding=coding)
 
 
-def _read_predictions_by_row(path: Path, actions: ActionList | None) -> Predictions:
+def _read_predictions_by_row(path: Path, actions: ActionList | None,
+                             allow_outside_image: bool = False) -> Predictions:
     rows = _read_rows(path, PREDICTION_COLUMNS)
     video_ids, keyframes, labels, scores = [], [], [], []
     boxes = np.zeros((len(rows), 8), dtype=np.float64)
@@ -584,7 +593,7 @@ def _read_predictions_by_row(path: Path, actions: ActionList | None) -> Predicti
                               expected="integer >= 0", found=keyframe)
         coords = [_number(path, line, PREDICTION_COLUMNS[2 + j], cells[2 + j], float) for j in range(8)]
         for field_name, box in zip(_BOX_FIELDS, (coords[:4], coords[4:])):
-            _check_box(path, line, field_name, box)
+            _check_box(path, line, field_name, box, allow_outside_image)
         label = _number(path, line, "label", cells[10], int)
         _check_label(path, line, label, actions)
         video_ids.append(cells[0])

@@ -34,7 +34,7 @@ class Resizing:
     scale: float = 1.0
 
     def px(self, value: int) -> int:
-        return max(1, int(round(value * self.scale)))
+        return max(1, round(value * self.scale))
 
     @property
     def test_size(self) -> int:
@@ -57,7 +57,7 @@ def resized_shape(width: int, height: int, size: int, max_size: int | None) -> t
     if max_size is not None:
         short, long = min(width, height), max(width, height)
         if long / short * size > max_size:
-            size = int(round(max_size * short / long))
+            size = round(max_size * short / long)
     if width < height:
         return size, int(size * height / width)
     return int(size * width / height), size

@@ -48,7 +48,8 @@ Args:
         as keyword arguments, with predictions = references = list(range(number of images)).
 Returns:
     mAP, mAP_rare, mAP_non_rare, mean_max_recall (None where nothing to average; see "reasons"),
-    ap_per_triplet ({"<subject category>_<object category>_<verb>": AP}), protocol, num_classes, reasons.
+    ap_per_triplet ({"<subject category>_<object category>_<verb>": AP}), protocol, num_classes, reasons,
+    warnings (one counted line per kind of input scored as the official code scores it though it looks wrong).
 Examples:
     >>> import evaluate, hoi_bench
     >>> metric = evaluate.load(hoi_bench.metric_path("hoi_map"))

@@ -32,7 +32,8 @@ Args:
     num_predicates: n (default 56, PSG).
     ks: recall cut-offs (default (20, 50, 100)).
 Returns:
-    R@k, mR@k, ngR@k for each k, and images (the number evaluated).
+    R@k, mR@k, ngR@k for each k, images (the number evaluated) and warnings (counted lines about ignored input:
+    predictions for images no reference has, which OpenPSG never scores).
 Examples:
     >>> from hoi_bench.metric_modules import metric_path
     >>> metric = evaluate.load(metric_path("sg_recall"))   # or evaluate.load("sg_recall") after install-metrics
@@ -41,7 +42,7 @@ Examples:
     >>> prediction = {"image_id": "1", "pairs": [[0, 1], [1, 0]], "predicate_scores": [[0.1, 0.0, 0.2, 0.7],
     ...               [0.5, 0.3, 0.1, 0.1]], "boxes": [], "labels": [], "object_scores": []}
     >>> metric.compute(predictions=[prediction], references=[reference], num_predicates=3, ks=(1,))
-    {'R@1': 1.0, 'mR@1': 0.3333333333333333, 'ngR@1': 1.0, 'images': 1}
+    {'R@1': 1.0, 'mR@1': 0.3333333333333333, 'ngR@1': 1.0, 'images': 1, 'warnings': []}
 """
 
 

@@ -45,7 +45,7 @@ Args:
         as keyword arguments, with predictions = references = list(range(number of images)).
 Returns:
     mAP_all, mAP_thesis, mAP_thesis_present (None where nothing to average; see "reasons"),
-    ap_per_verb ({"<verb id>": AP} for the verbs with GT), reasons.
+    ap_per_verb ({"<verb id>": AP} for the verbs with GT), reasons, warnings (as hoi_map).
 Examples:
     >>> import evaluate, hoi_bench
     >>> metric = evaluate.load(hoi_bench.metric_path("vcoco_map"))

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from haystack_dataset.predictions import RecallPrediction, parse_recall_predictions
 from haystack_dataset.recall import RecallGroundTruth, psg_recall, sg_recall
 from hoi_bench.errors import PredictionError
+from hoi_bench.input_warnings import InputWarning
 
 N = 3  # predicates
 
@@ -58,14 +59,18 @@ def test_duplicate_gt_triplets_are_removed_and_images_are_macro_averaged():
     assert result["R@1"] == pytest.approx((1 / 2 + 0) / 2) and result["images"] == 2
 
 
-def test_images_without_relations_or_pairs_are_skipped_and_unknown_ids_are_an_error():
+def test_images_without_relations_or_pairs_are_skipped_and_unknown_ids_are_ignored_and_counted():
     gt = {"1": truth()}
     empty = RecallPrediction("1", np.zeros((0, 2), dtype=int), np.zeros((0, N + 1)))
     no_relations = RecallPrediction("5", np.array([[0, 1]]), scores_for(0))
     result = sg_recall(gt, [empty, no_relations], N, annotated=["1", "5"], ks=(1,))
-    assert result["images"] == 0 and np.isnan(result["R@1"])
-    with pytest.raises(PredictionError, match="image 'nope' matches no annotated image"):
-        sg_recall(gt, [RecallPrediction("nope", np.array([[0, 1]]), scores_for(0))], N)
+    assert result["images"] == 0 and np.isnan(result["R@1"]) and result["warnings"] == []
+    hit = RecallPrediction("1", np.array([[0, 2]]), scores_for(1))
+    strangers = [RecallPrediction(key, np.array([[0, 1]]), scores_for(0)) for key in ("nope", "later")]
+    with pytest.warns(InputWarning, match="2 prediction entries are for images the annotations do not have"):
+        result = sg_recall(gt, [strangers[0], hit, strangers[1]], N, ks=(1,))
+    assert result["images"] == 1 and result["R@1"] == 1.0
+    assert len(result["warnings"]) == 1 and "'nope'" in result["warnings"][0]
 
 
 def test_bad_prediction_rows_are_errors():

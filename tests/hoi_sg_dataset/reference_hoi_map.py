@@ -49,6 +49,22 @@ def iou_matlab(gt_box, det_box) -> float:
     return iw * ih / union
 
 
+def iou_matlab_single(gt_box, det_box) -> float:
+    """``iou_matlab`` as MATLAB evaluates it when the detection is single and the GT double: every operation with
+    a single operand is single (the double converted first), the GT's own area stays double until it meets the
+    detection's in the union."""
+    f = np.float32
+    d = [f(v) for v in det_box]
+    g = [f(v) for v in gt_box]
+    iw = (min(d[2], g[2]) - max(d[0], g[0])) + f(1)
+    ih = (min(d[3], g[3]) - max(d[1], g[1])) + f(1)
+    if iw <= 0 or ih <= 0:
+        return 0
+    area_gt = f((gt_box[2] - gt_box[0] + 1) * (gt_box[3] - gt_box[1] + 1))
+    union = (d[2] - d[0] + f(1)) * (d[3] - d[1] + f(1)) + area_gt - iw * ih
+    return float(iw * ih / union)
+
+
 def voc_ap_11(rec, prec, thresholds) -> float:
     ap = 0.0
     for t in thresholds:
@@ -63,8 +79,10 @@ def _top(hois: list[dict], top_k):
 
 
 def _greedy(gt_record, pred_record, top_k, *, vcoco: bool):
-    """Yield (prediction, is_tp) in processing order for one image (QPIC matching)."""
-    gt_boxes, pred_boxes = gt_record["annotations"], pred_record["predictions"]
+    """Yield (prediction, is_tp) in processing order for one image (QPIC matching, on GT boxes held as float32
+    as QPIC's data loaders hold them; predictions as given)."""
+    gt_boxes = [dict(b, bbox=[float(np.float32(v)) for v in b["bbox"]]) for b in gt_record["annotations"]]
+    pred_boxes = pred_record["predictions"]
     gt_hois = gt_record["hoi_annotation"]
     preds = _top(pred_record["hoi_prediction"], top_k)
     if not gt_boxes:
@@ -208,8 +226,11 @@ def ho_rcnn(
     hoi_classes: list[tuple[int, int]],
     train: list[dict] | None = None,
     known_object: bool = False,
+    single: bool = False,
 ) -> dict:
-    """Official MATLAB rules, class by class; ``hoi_classes``: (verb, object category) in HOI-id order."""
+    """Official MATLAB rules, class by class; ``hoi_classes``: (verb, object category) in HOI-id order;
+    ``single``: the detections are single precision (a single-precision ``.mat`` cache, boxes already + 1)."""
+    iou_matlab_ = iou_matlab_single if single else iou_matlab
     thresholds = [0.0, 0.1, 0.2, 0.1 * 3, 0.4, 0.5, 1 - 0.1 * 4, 1 - 0.1 * 3, 1 - 0.1 * 2, 1 - 0.1, 1.0]
     aps, recalls, per_class, rare, non_rare = [], [], {}, [], []
     train_counts = defaultdict(int)
@@ -243,8 +264,8 @@ def ho_rcnn(
             image, hbox, obox, _ = detections[k]
             best, best_j = -np.inf, None
             for j, (gh, go) in enumerate(gt_pairs[image]):
-                if iou_matlab(gh, hbox) > 0 and iou_matlab(go, obox) > 0:
-                    o = min(iou_matlab(gh, hbox), iou_matlab(go, obox))
+                if iou_matlab_(gh, hbox) > 0 and iou_matlab_(go, obox) > 0:
+                    o = min(iou_matlab_(gh, hbox), iou_matlab_(go, obox))
                     if o > best:
                         best, best_j = o, j
             if best >= 0.5 and not detected[image][best_j]:

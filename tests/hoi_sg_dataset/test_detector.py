@@ -175,7 +175,7 @@ def test_two_cpu_processes_through_accelerate_launch_give_the_same_kind_of_outpu
     command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--cpu",
                "--mixed_precision", "no", "--dynamo_backend", "no", "--num_machines", "1",
                "-m", "hoi_sg_dataset.baseline", *argv(hub, tmp_path / "run", "hico_split1", "--max-steps", "2")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=600, env=dict(os.environ))
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["steps"] == 2 and "mAP" in results["splits"]["test"]["metrics"]

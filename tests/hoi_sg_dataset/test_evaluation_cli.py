@@ -73,12 +73,20 @@ def test_vcoco_map_writes_the_public_keys(tmp_path, capsys):
     assert {"mAP_all", "mAP_thesis", "ap_per_verb"} <= result.keys() and list(result["ap_per_verb"]) == ["0"]
 
 
-def test_prediction_for_an_unknown_image_exits_2_and_writes_nothing(tmp_path, capsys):
+def test_prediction_for_an_unknown_image_is_ignored_with_one_counted_warning_line(tmp_path, capsys):
     out = tmp_path / "out.json"
-    pred = [dict(PRED[0], file_name="HICO_test2015_00000777.jpg")]
-    assert cli.main(["evaluate", "hoi_map", *files(tmp_path, GT, pred), "--output", str(out)]) == 2
-    assert "image not in the references" in capsys.readouterr().err
-    assert not out.exists()
+    pred = [*PRED, dict(PRED[0], file_name="HICO_test2015_00000777.jpg")]
+    assert cli.main(["evaluate", "hoi_map", *files(tmp_path, GT, pred), "--output", str(out)]) == 0
+    printed = capsys.readouterr()
+    lines = [line for line in printed.out.splitlines() if line.startswith("warning:")]
+    assert len(lines) == 1 and "1 prediction entries are for images the references do not have" in lines[0]
+    assert "InputWarning" not in printed.err
+    result = json.loads(out.read_text())
+    assert result["warnings"] == [lines[0].removeprefix("warning: ")]
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    assert cli.main(["evaluate", "hoi_map", *files(alone, GT, PRED), "--output", str(alone / "o.json")]) == 0
+    assert json.loads((alone / "o.json").read_text())["mAP"] == result["mAP"]
 
 
 def test_nan_score_exits_2_naming_the_field(tmp_path, capsys):

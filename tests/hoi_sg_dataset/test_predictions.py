@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from hoi_bench.errors import FormatError, MissingFilesError, PredictionError
+from hoi_bench.input_warnings import InputWarning
 from hoi_sg_dataset.evaluation import hoi_map, vcoco_map
 from hoi_sg_dataset.formats import parse_annotations, read_annotations
 from hoi_sg_dataset.predictions import (
@@ -93,14 +94,15 @@ def test_prediction_json_round_trips():
     assert again.hois.tolist() == pred.hois.tolist() and again.scores.tolist() == pred.scores.tolist()
 
 
-def test_unknown_image_is_a_prediction_error():
+def test_unknown_image_is_ignored_and_counted():
     records = parse_annotations(GT, "hico")
     stranger = dict(ENTRY, file_name="HICO_test2015_00000099.jpg")
-    with pytest.raises(
-        PredictionError, match="record 0: field 'file_name': image not in the references"
-    ) as error:
-        prediction_set(records, parse_predictions([stranger]), source="p.json")
-    assert "'HICO_test2015_00000099.jpg'" in str(error.value) and "p.json" in str(error.value)
+    with pytest.warns(InputWarning, match="1 prediction entries are for images the references do not have") as caught:
+        aligned = prediction_set(records, parse_predictions([stranger, ENTRY]), source="p.json")
+    message = str(caught[0].message)
+    assert "record 0, file_name 'HICO_test2015_00000099.jpg'" in message and message.startswith("p.json: ")
+    alone = prediction_set(records, parse_predictions([ENTRY]))
+    assert aligned.hois.tolist() == alone.hois.tolist() and aligned.scores.tolist() == alone.scores.tolist()
 
 
 def test_two_entries_for_one_image_is_a_prediction_error():

@@ -71,7 +71,9 @@ def test_output_is_strict_json_with_null_for_undefined_values(tmp_path, capsys):
         "mean_role_ap_scenario_1_excl_point",
         "mean_role_ap_scenario_2_excl_point",
         "mean_agent_ap",
+        "warnings",
     }
+    assert result["warnings"] == []
     assert list(result["role_ap_scenario_2"]) == list(ACTION_ROLE_NAMES)
     assert list(result["agent_ap"]) == list(ACTIONS)
     # hold has a TP; look has a positive but no detection scored for it; ride has no positive

@@ -36,7 +36,8 @@ def test_evaluate_writes_the_documented_json(sample, exact_predictions, tmp_path
     assert code == 0
     result = json.loads(out.read_text())
     assert set(result) == {"settings", "mAP", "ap_per_class", "recall@20", "recall@50", "recall@100",
-                           "recall@150"}
+                           "recall@150", "warnings"}
+    assert result["warnings"] == []
     assert result["mAP"] == 1.0 and result["recall@20"] == 1.0
     assert result["settings"]["iou_threshold"] == 0.5 and not result["settings"]["official"]
     assert {k for k, v in result["ap_per_class"].items() if v is not None} == {"2", "3", "5", "6"}

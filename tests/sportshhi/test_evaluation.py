@@ -301,6 +301,7 @@ def test_vectorised_metric_matches_the_loop_reference(data, official, threshold)
     ks = (1, 2, 5)
     fast = score(gt, pred, official=official, iou_threshold=threshold, class_whitelist=[1, 2, 3], ks=ks)
     fast.pop("settings")
+    fast.pop("warnings")
     slow = loop_hhi_metrics(*_as_reference(gt, pred), official=official, iou_threshold=threshold,
                             whitelist=[1, 2, 3], ks=ks)
     assert _agree(fast, slow), (fast, slow)
@@ -345,4 +346,6 @@ def test_integer_keyframe_keys_of_read_tables_score_like_string_keys(tmp_path, s
                                  annotations.labels, predictions.keys, predictions.subject_boxes,
                                  predictions.object_boxes, predictions.labels, predictions.scores,
                                  official=official, iou_threshold=0.5)
+        by_codes.pop("warnings")  # only the tables know videos: they count predictions for unknown ones
+        by_strings.pop("warnings")
         assert by_codes == by_strings
