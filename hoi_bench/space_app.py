@@ -228,8 +228,11 @@ def metric_card(readme: str | os.PathLike) -> str:
     return _FRONT_MATTER.sub("", Path(readme).read_text(encoding="utf-8"), count=1)
 
 
-def build_page(form: MetricForm, card: str = "") -> Any:
-    """The gradio ``Blocks`` of a metric Space: the form, *Evaluate*, the example button, results, the card."""
+def build_page(form: MetricForm, card: str = "", title: str | None = None) -> Any:
+    """The gradio ``Blocks`` of a metric Space: the form, *Evaluate*, the example button, results, the card.
+
+    ``title`` heads the page (default: the metric's name).
+    """
     import gradio as gr
 
     def evaluate(*values: Any) -> tuple[list[list[Any]], dict[str, Any], str]:
@@ -245,9 +248,10 @@ def build_page(form: MetricForm, card: str = "") -> Any:
     def fill_examples() -> list[Any]:
         return [form.examples.get(f.dest, f.default if f.kind != "files" else None) for f in form.fields]
 
-    with gr.Blocks(title=f"hoi-bench {form.metric}", analytics_enabled=False) as page:
-        gr.Markdown(f"# {form.metric}\nScores your files exactly as `hoi-bench {' '.join(form.command)}` does. "
-                    "Upload them (or press *Score the example files*) and press *Evaluate*.")
+    with gr.Blocks(title=title or form.metric, analytics_enabled=False) as page:
+        gr.Markdown(f"# {title or form.metric}\nThe `{form.metric}` metric of hoi-bench: upload your files and "
+                    f"press *Evaluate*, or press *Score the example files*. The numbers are those of "
+                    f"`hoi-bench {' '.join(form.command)}` on the same files.")
         with gr.Row():
             with gr.Column():
                 inputs = [_component(gr, spec) for spec in form.fields]
@@ -257,7 +261,7 @@ def build_page(form: MetricForm, card: str = "") -> Any:
                     example = gr.Button("Score the example files", visible=bool(form.examples))
                 table = gr.Dataframe(headers=["metric", "value"], label="Results", interactive=False, wrap=True)
                 command = gr.Code(label="The same numbers from the command line", language="shell",
-                                  interactive=False)
+                                  interactive=False, lines=2, max_lines=6)
                 data = gr.JSON(label="Result JSON (what --output writes)")
         gr.Markdown(card)
         run.click(evaluate, inputs=inputs, outputs=[table, data, command], api_name="evaluate")
@@ -266,11 +270,18 @@ def build_page(form: MetricForm, card: str = "") -> Any:
     return page
 
 
+FILE_BOX_HEIGHT = 110
+"""Pixels of a file upload box: a page with five of them still shows its results without scrolling."""
+
+
 def _component(gr: Any, spec: FormField) -> Any:
-    label = spec.label + ("" if spec.required or spec.kind == "switch" else " (optional)")
+    label = spec.label
     if spec.kind in ("file", "files"):
+        what = re.split(r";| \(", spec.help, maxsplit=1)[0].strip().rstrip(",:")
+        what = what if len(what) <= 60 else what[:60].rsplit(" ", 1)[0] + " ..."
+        label += (f": {what}" if what else "") + ("" if spec.required else " (optional)")
         return gr.File(label=label, file_count="multiple" if spec.kind == "files" else "single",
-                       type="filepath")
+                       type="filepath", height=FILE_BOX_HEIGHT)
     if spec.kind == "switch":
         return gr.Checkbox(label=label, info=spec.help, value=False)
     if spec.kind == "choice":
@@ -297,7 +308,10 @@ def launch(app_file: str | os.PathLike, command: Sequence[str], folders: Sequenc
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("hoi_bench").setLevel(logging.INFO)
     folder = Path(app_file).resolve().parent
+    from hoi_bench.spaces import front_matter
+
     modules = sorted(p.stem for p in folder.glob("*.py") if p.name != "app.py")
     metric = modules[0] if len(modules) == 1 else folder.name
     form = metric_form(metric, command, folders, folder / "examples")
-    build_page(form, metric_card(folder / "README.md")).launch(**launch_options)
+    title = front_matter(folder / "README.md").get("title")
+    build_page(form, metric_card(folder / "README.md"), title).launch(**launch_options)

@@ -142,8 +142,9 @@ def push_metric(
     """Upload ``metrics/<name>/`` as the gradio Space ``repo_id``, with a hoi-bench wheel; returns the commit info.
 
     Everything that can be checked without the Hub is checked before anything is built or sent: the folder is a
-    complete Space (else ``SpaceError``); no placeholder is left in what would be uploaded (``SpaceError`` naming
-    file and line); the repository id, offline mode and the token (:func:`hoi_bench.push.hub_api`, ``PushError``). The wheel is ``wheel`` or one built from the working tree; it goes to
+    complete Space (else ``SpaceError``); no placeholder is left in what would be uploaded (``SpaceError``
+    naming file and line); the repository id, offline mode and the token (:func:`hoi_bench.push.hub_api`,
+    ``PushError``). The wheel is ``wheel`` or one built from the working tree; it goes to
     ``wheels/`` and the uploaded requirements.txt installs it by URL and SHA-256. ``requirement`` replaces the
     hoi-bench line instead, and no wheel is uploaded. A private Space cannot download its own wheel while it
     builds, so ``private`` needs ``requirement``. ``api`` defaults to ``huggingface_hub.HfApi()`` (tests pass a
