@@ -260,8 +260,8 @@ def build_page(form: MetricForm, card: str = "", title: str | None = None) -> An
                     run = gr.Button("Evaluate", variant="primary")
                     example = gr.Button("Score the example files", visible=bool(form.examples))
                 table = gr.Dataframe(headers=["metric", "value"], label="Results", interactive=False, wrap=True)
-                command = gr.Code(label="The same numbers from the command line", language="shell",
-                                  interactive=False, lines=2, max_lines=6)
+                command = gr.Textbox(label="The same numbers from the command line", interactive=False,
+                                     lines=2)
                 data = gr.JSON(label="Result JSON (what --output writes)")
         gr.Markdown(card)
         run.click(evaluate, inputs=inputs, outputs=[table, data, command], api_name="evaluate")
@@ -270,14 +270,14 @@ def build_page(form: MetricForm, card: str = "", title: str | None = None) -> An
     return page
 
 
-FILE_BOX_HEIGHT = 110
+FILE_BOX_HEIGHT = 140
 """Pixels of a file upload box: a page with five of them still shows its results without scrolling."""
 
 
 def _component(gr: Any, spec: FormField) -> Any:
     label = spec.label
     if spec.kind in ("file", "files"):
-        what = re.split(r";| \(", spec.help, maxsplit=1)[0].strip().rstrip(",:")
+        what = re.split(r";| \(|: ", spec.help, maxsplit=1)[0].strip().rstrip(",:")
         what = what if len(what) <= 60 else what[:60].rsplit(" ", 1)[0] + " ..."
         label += (f": {what}" if what else "") + ("" if spec.required else " (optional)")
         return gr.File(label=label, file_count="multiple" if spec.kind == "files" else "single",

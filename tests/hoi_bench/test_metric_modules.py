@@ -393,3 +393,23 @@ def test_bare_load_after_install_asks_the_hub_then_uses_the_installed_module_sil
     assert loaded.stdout.strip() == "p_auc"
     assert any(path.startswith("/spaces/evaluate-metric/p_auc/") for path in _NotFound.requests)
     assert "Using the latest cached version" not in loaded.stderr, loaded.stderr
+
+
+@pytest.mark.slow  # pip builds the wheel (about 10 s)
+def test_the_wheel_push_metric_uploads_holds_the_working_tree_and_leaves_it_clean(tmp_path):
+    import zipfile
+
+    from hoi_bench.source_wheel import build_wheel, source_root
+
+    root = source_root()
+    before = sorted(p.name for p in root.iterdir())
+    wheel = build_wheel(tmp_path)
+    assert wheel.name == f"hoi_bench-{hoi_bench.__version__}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert archive.read("hoi_bench/space_app.py") == (root / "hoi_bench" / "space_app.py").read_bytes()
+    for name in metric_names():
+        shipped = {f"hoi_bench_metrics/{p.relative_to(root / 'metrics').as_posix()}"
+                   for p in (root / "metrics" / name).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+        assert shipped <= names, f"{name}: {sorted(shipped - names)[:3]} not in the wheel"
+    assert sorted(p.name for p in root.iterdir()) == before  # no build/ or *.egg-info left in the checkout
