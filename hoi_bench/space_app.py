@@ -151,7 +151,7 @@ def example_values(form: MetricForm, folder: str | os.PathLike) -> dict[str, Any
 def command_line(form: MetricForm, values: Mapping[str, Any], staging: str | os.PathLike) -> list[str]:
     """The ``hoi-bench`` arguments for the form ``values`` (``{dest: value}``, files as paths).
 
-    The files of a folder option are copied into a new folder under ``staging``; an empty value or the default
+    The files of a folder option are copied into the folder ``staging/<dest>``; an empty value or the default
     leaves its option out, so the command's default applies.
     """
     argv = list(form.command)
@@ -165,7 +165,8 @@ def command_line(form: MetricForm, values: Mapping[str, Any], staging: str | os.
                     raise SpaceInputError(f"{spec.label}: required (no file uploaded)")
                 continue
             if spec.folder:
-                target = Path(tempfile.mkdtemp(prefix=f"{spec.dest}-", dir=staging))
+                target = Path(staging) / spec.dest  # shown as the folder's name in the command line
+                target.mkdir()
                 for path in paths:
                     shutil.copy(path, target / Path(path).name)
                 paths = [str(target)]
@@ -223,6 +224,19 @@ def result_rows(result: Mapping[str, Any]) -> list[list[Any]]:
     return rows
 
 
+def table_rows(result: Mapping[str, Any]) -> list[list[str]]:
+    """The page's results table: :func:`result_rows` rounded as the CLI prints them, with the result's reason
+    for a value it could not compute (``reasons`` of hoi_map and vcoco_map).
+
+    >>> table_rows({"mAP": 0.123456, "mAP_rare": None, "reasons": {"mAP_rare": "no rare triplet"}})
+    [['mAP', '0.1235', ''], ['mAP_rare', 'n/a', 'no rare triplet']]
+    """
+    from hoi_bench.report import format_value
+
+    reasons = result.get("reasons") if isinstance(result.get("reasons"), Mapping) else {}
+    return [[key, format_value(value), str(reasons.get(key, ""))] for key, value in result_rows(result)]
+
+
 def metric_card(readme: str | os.PathLike) -> str:
     """The body of a metric card: ``README.md`` without its YAML front matter."""
     return _FRONT_MATTER.sub("", Path(readme).read_text(encoding="utf-8"), count=1)
@@ -235,7 +249,7 @@ def build_page(form: MetricForm, card: str = "", title: str | None = None) -> An
     """
     import gradio as gr
 
-    def evaluate(*values: Any) -> tuple[list[list[Any]], dict[str, Any], str]:
+    def evaluate(*values: Any) -> tuple[list[list[str]], dict[str, Any], str]:
         given = dict(zip([f.dest for f in form.fields], values, strict=True))
         with tempfile.TemporaryDirectory(prefix=f"hoi-bench-space-{form.metric}-") as staging:
             try:
@@ -243,7 +257,7 @@ def build_page(form: MetricForm, card: str = "", title: str | None = None) -> An
                 result, _ = run_command(argv, staging)
             except SpaceInputError as error:
                 raise gr.Error(str(error)) from None
-        return result_rows(result), result, _shown_command(argv)
+        return table_rows(result), result, _shown_command(argv)
 
     def fill_examples() -> list[Any]:
         return [form.examples.get(f.dest, f.default if f.kind != "files" else None) for f in form.fields]
@@ -259,7 +273,8 @@ def build_page(form: MetricForm, card: str = "", title: str | None = None) -> An
                 with gr.Row():
                     run = gr.Button("Evaluate", variant="primary")
                     example = gr.Button("Score the example files", visible=bool(form.examples))
-                table = gr.Dataframe(headers=["metric", "value"], label="Results", interactive=False, wrap=True)
+                table = gr.Dataframe(headers=["metric", "value", "note"], label="Results", interactive=False,
+                                     wrap=True)
                 command = gr.Textbox(label="The same numbers from the command line", interactive=False,
                                      lines=2)
                 data = gr.JSON(label="Result JSON (what --output writes)")
@@ -279,6 +294,7 @@ def _component(gr: Any, spec: FormField) -> Any:
     if spec.kind in ("file", "files"):
         what = re.split(r";| \(|: ", spec.help, maxsplit=1)[0].strip().rstrip(",:")
         what = what if len(what) <= 60 else what[:60].rsplit(" ", 1)[0] + " ..."
+        label += " (its files)" if spec.folder else ""
         label += (f": {what}" if what else "") + ("" if spec.required else " (optional)")
         return gr.File(label=label, file_count="multiple" if spec.kind == "files" else "single",
                        type="filepath", height=FILE_BOX_HEIGHT)

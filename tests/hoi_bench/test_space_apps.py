@@ -21,7 +21,7 @@ import pytest
 
 from hoi_bench import metric_names, metric_path
 from hoi_bench.cli import main
-from hoi_bench.space_app import command_line, metric_form, result_rows
+from hoi_bench.space_app import command_line, metric_form, table_rows
 
 pytest.importorskip("gradio", reason="the Space tests need the space extra: pip install -e '.[space]'")
 
@@ -176,7 +176,7 @@ def test_each_space_scores_its_examples_as_the_cli_does(name, space_answers, tmp
     assert "error" not in answer, answer.get("error")
     expected = cli_result(name, tmp_path)
     assert answer["json"] == expected
-    assert answer["table"]["data"] == result_rows(expected)
+    assert answer["table"]["data"] == table_rows(expected)
     assert answer["command"].startswith(f"hoi-bench {' '.join(launch_arguments(name)[0])} ")
 
 
