@@ -46,7 +46,7 @@ _IGNORED = ["__pycache__", "*.pyc", ".*"]
 
 
 class SpaceError(HoiBenchError):
-    """A metric folder is not a complete Space, or the Hub refused or could not be reached."""
+    """A metric folder is not a complete Space, or what would be uploaded still holds a placeholder."""
 
 
 def wheel_requirement(repo_id: str, wheel_name: str, sha256: str, endpoint: str | None = None) -> str:

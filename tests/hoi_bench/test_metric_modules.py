@@ -413,3 +413,15 @@ def test_the_wheel_push_metric_uploads_holds_the_working_tree_and_leaves_it_clea
                    for p in (root / "metrics" / name).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
         assert shipped <= names, f"{name}: {sorted(shipped - names)[:3]} not in the wheel"
     assert sorted(p.name for p in root.iterdir()) == before  # no build/ or *.egg-info left in the checkout
+
+
+def test_placeholders_name_file_and_line_and_skip_example_data(tmp_path):
+    from hoi_bench.spaces import placeholders
+
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "references.json").write_text('{"note": "TODO"}')
+    (tmp_path / "README.md").write_text("---\ntitle: x\n---\nevaluate.load('ORG/p_auc')\n")
+    (tmp_path / "requirements.txt").write_text("hoi-bench\n")
+    assert placeholders(tmp_path) == ["README.md:4: 'ORG'"]
+    (tmp_path / "README.md").write_text("evaluate.load('acme/p_auc'), <label id>\n")
+    assert placeholders(tmp_path) == []
