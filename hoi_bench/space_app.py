@@ -12,7 +12,7 @@ matter). *Score the example files* fills the form with the files shipped in ``ex
 for an option that takes several files) and scores them.
 
 gradio is imported only by :func:`build_page` and :func:`launch`: the Space brings it (``sdk_version`` in the
-card), locally ``pip install 'hoi-bench[space]'``.
+card), in a checkout ``pip install -e '.[space]'``.
 """
 
 from __future__ import annotations
@@ -330,4 +330,5 @@ def launch(app_file: str | os.PathLike, command: Sequence[str], folders: Sequenc
     metric = modules[0] if len(modules) == 1 else folder.name
     form = metric_form(metric, command, folders, folder / "examples")
     title = front_matter(folder / "README.md").get("title")
+    launch_options.setdefault("allowed_paths", [str(folder / "examples")])  # served from any working directory
     build_page(form, metric_card(folder / "README.md"), title).launch(**launch_options)
