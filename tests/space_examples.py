@@ -63,9 +63,14 @@ def vcoco_map(out: Path, work: Path) -> None:
 def vcoco_role_map(out: Path, work: Path) -> None:
     """The official evaluator's files for V-COCO-SG split 1 of the sample: VSRL, COCO instances, image ids, and
     the verb-prior predictions converted as ``hoi-bench convert vcoco-detections`` does."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "hoi_sg_dataset"))
-    from role_ap_inputs import annotation, instances_json, vsrl_json
+    import importlib.util
 
+    helpers = Path(__file__).resolve().parent / "hoi_sg_dataset" / "role_ap_inputs.py"
+    spec = importlib.util.spec_from_file_location("role_ap_inputs", helpers)
+    role_ap_inputs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(role_ap_inputs)
+    annotation, instances_json, vsrl_json = (role_ap_inputs.annotation, role_ap_inputs.instances_json,
+                                             role_ap_inputs.vsrl_json)
     from hoi_sg_dataset.formats import write_annotations
     from hoi_sg_dataset.predictions import verb_prior_predictions
     from hoi_sg_dataset.role_ap import ROLES

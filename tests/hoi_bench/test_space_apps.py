@@ -212,3 +212,20 @@ def test_every_form_field_is_an_option_of_its_command():
         assert not {"output", "num_proc", "per_class"} & {spec.dest for spec in form.fields}
         required = {spec.dest for spec in form.fields if spec.required}
         assert required <= set(form.examples), f"{name}: examples/ lacks {required - set(form.examples)}"
+
+
+@pytest.mark.slow  # writes every benchmark's sample (about 10 s)
+def test_the_shipped_examples_are_what_space_examples_writes(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("space_examples", Path(__file__).parents[1] / "space_examples.py")
+    space_examples = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(space_examples)
+    assert sorted(space_examples.WRITERS) == metric_names()
+    for name in metric_names():
+        shipped = Path(metric_path(name)) / "examples"
+        written = space_examples.write_examples(name, tmp_path / name)
+        files = sorted(p.relative_to(written) for p in written.rglob("*") if p.is_file())
+        assert files == sorted(p.relative_to(shipped) for p in shipped.rglob("*") if p.is_file()), name
+        for file in files:
+            assert (written / file).read_bytes() == (shipped / file).read_bytes(), f"{name}/examples/{file} is stale"
