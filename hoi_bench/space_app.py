@@ -183,8 +183,9 @@ def command_line(form: MetricForm, values: Mapping[str, Any], staging: str | os.
     return argv
 
 
-def run_command(argv: Sequence[str], staging: str | os.PathLike) -> tuple[dict[str, Any], str]:
-    """Run ``hoi-bench ARGV --output JSON`` in this process; returns the JSON it wrote and what it printed.
+def run_command(argv: Sequence[str], staging: str | os.PathLike) -> dict[str, Any]:
+    """Run ``hoi-bench ARGV --output JSON`` in this process and return the JSON it wrote (what it prints is the
+    terminal's table, dropped: the page draws its own).
 
     A refused input raises ``SpaceInputError`` with the CLI's one-line error (``hoi-bench: error: ...``).
     """
@@ -200,15 +201,15 @@ def run_command(argv: Sequence[str], staging: str | os.PathLike) -> tuple[dict[s
     if status != 0 or not output.is_file():
         lines = [line for line in errors.getvalue().splitlines() if line.strip()]
         raise SpaceInputError(lines[-1] if lines else f"hoi-bench {' '.join(argv[:2])} stopped (exit {status})")
-    return json.loads(output.read_text(encoding="utf-8")), printed.getvalue()
+    return json.loads(output.read_text(encoding="utf-8"))
 
 
 def result_rows(result: Mapping[str, Any]) -> list[list[Any]]:
-    """``[name, value]`` rows of a result: its top-level numbers, then those of small nested dicts
-    (``mean/p_auc``); per-class breakdowns stay in the JSON.
+    """``[name, value]`` rows of a result: its top-level values, then the numbers of nested dicts of at most
+    :data:`TABLE_MAX_ENTRIES` numbers (``mean/p_auc``); bigger or deeper breakdowns stay in the JSON.
 
-    >>> result_rows({"mAP": 0.5, "protocol": "qpic", "mean": {"pdd": 0.25}, "ap_per_class": {"1": 0.5}})
-    [['mAP', 0.5], ['protocol', 'qpic'], ['mean/pdd', 0.25], ['ap_per_class/1', 0.5]]
+    >>> result_rows({"mAP": 0.5, "protocol": "qpic", "mean": {"pdd": 0.25}, "per_predicate": {"on": {"pdd": 0.1}}})
+    [['mAP', 0.5], ['protocol', 'qpic'], ['mean/pdd', 0.25]]
     """
     rows: list[list[Any]] = []
     nested = []
@@ -254,7 +255,7 @@ def build_page(form: MetricForm, card: str = "", title: str | None = None) -> An
         with tempfile.TemporaryDirectory(prefix=f"hoi-bench-space-{form.metric}-") as staging:
             try:
                 argv = command_line(form, given, staging)
-                result, _ = run_command(argv, staging)
+                result = run_command(argv, staging)
             except SpaceInputError as error:
                 raise gr.Error(str(error)) from None
         return table_rows(result), result, _shown_command(argv)

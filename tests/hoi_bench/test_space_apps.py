@@ -91,6 +91,13 @@ json.dump(out, sys.stdout)
 """
 
 
+def _uploaded(message: str) -> str:
+    """The path of gradio's copy of an uploaded references.json named in ``message``."""
+    import re
+
+    return re.search(r"/\S*references\.json", message).group(0)
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -160,6 +167,8 @@ def space_answers(tmp_path_factory) -> dict[str, dict]:
             hoi_map = example_form("hoi_map")
             calls["hoi_map ho-rcnn"] = (urls["hoi_map"], form_arguments(hoi_map, protocol="ho-rcnn"))
             calls["hoi_map without predictions"] = (urls["hoi_map"], form_arguments(hoi_map, predictions=None))
+            swapped = hoi_map.examples["references"]
+            calls["hoi_map with GT as predictions"] = (urls["hoi_map"], form_arguments(hoi_map, predictions=swapped))
             client = subprocess.run([sys.executable, "-c", CLIENT], input=json.dumps(calls), capture_output=True,
                                     text=True, env=env, timeout=300)
             assert client.returncode == 0, client.stderr[-3000:]
@@ -192,6 +201,18 @@ def test_a_space_selector_reaches_the_command(space_answers, tmp_path):
 @pytest.mark.slow
 def test_a_space_names_a_missing_file(space_answers):
     assert "predictions: required" in space_answers["hoi_map without predictions"]["error"]
+
+
+@pytest.mark.slow
+def test_a_space_shows_the_cli_one_line_error_for_a_file_it_refuses(space_answers, tmp_path, capsys):
+    error = space_answers["hoi_map with GT as predictions"]["error"]
+    examples = Path(metric_path("hoi_map")) / "examples"
+    assert main(["evaluate", "hoi_map", "--references", str(examples / "references.json"),
+                 "--predictions", str(examples / "references.json")]) == 2
+    cli_error = capsys.readouterr().err.strip()
+    assert cli_error.startswith("hoi-bench: error: ") and "\n" not in cli_error
+    # the same message, naming the uploaded copy instead of the shipped file
+    assert error.split(": ", 1)[1] == cli_error.replace(str(examples / "references.json"), _uploaded(error))
 
 
 def test_a_folder_option_is_uploaded_as_its_files(tmp_path):
