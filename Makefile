@@ -14,7 +14,7 @@ install: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet $(TORCH)
-	$(PY) -m pip install --quiet -e '.[baselines,tracking,matlab,test]'
+	$(PY) -m pip install --quiet -e '.[baselines,tracking,matlab,test,space]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -14,13 +14,20 @@ from pathlib import Path
 def add_publish_commands(verbs: argparse._SubParsersAction) -> None:
     """Add ``push-metric`` and ``report`` to the ``hoi-bench`` sub-commands."""
     push = verbs.add_parser("push-metric", help="upload a metrics/<name>/ folder as an evaluate metric Space",
-                            description="Upload metrics/NAME/ (module, app.py, card, requirements.txt) as a gradio "
-                                        "Space; afterwards evaluate.load('ORG/NAME') works for everyone.")
+                            description="Upload metrics/NAME/ (module, app.py, card, examples, requirements.txt) "
+                                        "as a gradio Space, with a hoi-bench wheel built from this checkout that "
+                                        "its requirements.txt installs; afterwards the Space scores uploaded files "
+                                        "and evaluate.load('ORG/NAME') works for everyone. Nothing is built or "
+                                        "uploaded while a placeholder is left, offline, or without a token.")
     push.add_argument("name", help="metric name, e.g. p_auc")
     push.add_argument("--repo-id", required=True, help="ORG/NAME of the Space")
-    push.add_argument("--private", action="store_true", help="create the Space as private")
-    push.add_argument("--requirement", help="requirement line that installs hoi-bench on the Space, replacing the "
-                                            "folder's requirements.txt (e.g. a fork's git+https URL)")
+    push.add_argument("--private", action="store_true",
+                      help="create the Space as private (needs --requirement: a private Space cannot download "
+                           "its own wheel while it builds)")
+    source = push.add_mutually_exclusive_group()
+    source.add_argument("--requirement", help="requirement line that installs hoi-bench on the Space instead of "
+                                              "an uploaded wheel (e.g. a public fork's git+https URL)")
+    source.add_argument("--wheel", type=Path, help="hoi-bench wheel to upload (default: built from this checkout)")
     push.add_argument("--message", help="commit message")
     push.set_defaults(handler=_run_push_metric)
 
@@ -49,7 +56,7 @@ def _run_push_metric(args: argparse.Namespace) -> int:
     from hoi_bench.spaces import push_metric
 
     info = push_metric(args.name, args.repo_id, private=args.private, requirement=args.requirement,
-                       commit_message=args.message)
+                       wheel=args.wheel, commit_message=args.message)
     print(f"pushed metric {args.name} to Space {args.repo_id}: {getattr(info, 'commit_url', info)}")
     print(f'Load with: evaluate.load("{args.repo_id}")')
     return 0

@@ -52,31 +52,13 @@ def upload_folder(
     ``label`` names what is pushed in messages (default: the folder's path).
     """
     path = Path(folder)
-    where = f"push {label or path} to {repo_type} repo {repo_id!r}"
     if not path.is_dir():
         raise MissingFilesError(str(path.parent), [path.name], what="folder")
+    api = hub_api(repo_id, repo_type=repo_type, api=api, label=label or str(path))
     from huggingface_hub import errors as hub_errors
-    from huggingface_hub.utils import validate_repo_id
 
-    try:
-        validate_repo_id(repo_id)
-    except hub_errors.HFValidationError as error:
-        reason = str(error).replace(" Use `repo_type` argument if needed.", "")
-        raise PushError(f"{where}: bad repository id (expected ORG/NAME; {reason})") from None
+    where = f"push {label or path} to {repo_type} repo {repo_id!r}"
     failures = _hub_failures(hub_errors)
-    if api is None:
-        import huggingface_hub
-        from huggingface_hub import constants
-
-        if constants.HF_HUB_OFFLINE:
-            raise PushError(f"{where}: offline mode is on (HF_HUB_OFFLINE=1); unset it to upload")
-        try:
-            token = huggingface_hub.get_token()
-        except failures as error:
-            raise PushError(f"{where}: could not get a Hugging Face token: {_one_line(error)}") from error
-        if token is None:
-            raise PushError(f"{where}: no Hugging Face token (run `hf auth login` or set HF_TOKEN)")
-        api = huggingface_hub.HfApi()
     try:
         api.create_repo(repo_id=repo_id, repo_type=repo_type, private=private, exist_ok=True,
                         **(create_repo_options or {}))
@@ -84,6 +66,38 @@ def upload_folder(
                                  commit_message=commit_message)
     except failures as error:
         raise PushError(f"{where}: {_one_line(error)}") from error
+
+
+def hub_api(repo_id: str, *, repo_type: str, api: Any = None, label: str) -> Any:
+    """The Hub client for an upload of ``label`` to ``repo_id``, once nothing local stands in its way.
+
+    Checks the repository id, offline mode (``HF_HUB_OFFLINE``) and the token, in that order, without any
+    request, so a command can call it before slow preparations (building a wheel). With an injected ``api``
+    (tests) only the repository id is checked and ``api`` is returned.
+    """
+    from huggingface_hub import errors as hub_errors
+    from huggingface_hub.utils import validate_repo_id
+
+    where = f"push {label} to {repo_type} repo {repo_id!r}"
+    try:
+        validate_repo_id(repo_id)
+    except hub_errors.HFValidationError as error:
+        reason = str(error).replace(" Use `repo_type` argument if needed.", "")
+        raise PushError(f"{where}: bad repository id (expected ORG/NAME; {reason})") from None
+    if api is not None:
+        return api
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        raise PushError(f"{where}: offline mode is on (HF_HUB_OFFLINE=1); unset it to upload")
+    try:
+        token = huggingface_hub.get_token()
+    except _hub_failures(hub_errors) as error:
+        raise PushError(f"{where}: could not get a Hugging Face token: {_one_line(error)}") from error
+    if token is None:
+        raise PushError(f"{where}: no Hugging Face token (run `hf auth login` or set HF_TOKEN)")
+    return huggingface_hub.HfApi()
 
 
 def _hub_failures(hub_errors: Any) -> tuple[type[BaseException], ...]:

@@ -1,13 +1,11 @@
-"""Gradio widget of the bongard_accuracy metric, run by its Hugging Face Space (``python app.py``).
+"""The bongard_accuracy Space: `hoi-bench evaluate bongard` as a form, on uploaded files.
+Its --references folder is uploaded as the episode files it holds.
 
-Only the Space runs this file: gradio is not a dependency of hoi-bench (the Space's ``sdk_version`` provides it).
+The page is hoi_bench.space_app's; gradio comes from the Space's sdk_version
+(locally: pip install -e '.[space]').
 """
 
-from pathlib import Path
-
-import evaluate
-from evaluate.utils import launch_gradio_widget
+from hoi_bench.space_app import launch
 
 if __name__ == "__main__":
-    # the module file by name: on the Space this folder is called "app", not "bongard_accuracy"
-    launch_gradio_widget(evaluate.load(str(Path(__file__).resolve().with_name("bongard_accuracy.py"))))
+    launch(__file__, ["evaluate", "bongard"], folders=["references"])

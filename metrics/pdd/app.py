@@ -1,13 +1,10 @@
-"""Gradio widget of the pdd metric, run by its Hugging Face Space (``python app.py``).
+"""The pdd Space: `hoi-bench evaluate haystack` as a form, on uploaded files.
 
-Only the Space runs this file: gradio is not a dependency of hoi-bench (the Space's ``sdk_version`` provides it).
+The page is hoi_bench.space_app's; gradio comes from the Space's sdk_version
+(locally: pip install -e '.[space]').
 """
 
-from pathlib import Path
-
-import evaluate
-from evaluate.utils import launch_gradio_widget
+from hoi_bench.space_app import launch
 
 if __name__ == "__main__":
-    # the module file by name: on the Space this folder is called "app", not "pdd"
-    launch_gradio_widget(evaluate.load(str(Path(__file__).resolve().with_name("pdd.py"))))
+    launch(__file__, ["evaluate", "haystack"])

@@ -23,10 +23,11 @@ from hoi_bench.errors import ConfigError, PushError
 from hoi_bench.metric_modules import install_metrics
 from hoi_bench.spaces import (
     GRADIO_SDK_VERSION,
+    SpaceError,
     front_matter,
     push_metric,
     space_problems,
-    space_requirement,
+    wheel_requirement,
 )
 
 LOAD_ALL = """
@@ -188,18 +189,28 @@ def test_each_metric_folder_is_a_complete_evaluate_space(name):
     assert {"evaluate", "metric"} <= set(meta["tags"])
     assert meta["license"] == "apache-2.0" and meta["pinned"] is False
     assert isinstance(meta["description"], str) and meta["description"].strip()
-    # app.py: evaluate's widget on this folder's module, only when the Space runs it as a script
+    # app.py: the page of hoi_bench.space_app, only when the Space runs it as a script
     tree = ast.parse((folder / "app.py").read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom | ast.Import)
                 for alias in node.names}
-    assert "launch_gradio_widget" in imported and "gradio" not in imported
+    assert imported == {"launch"} and "gradio" not in imported
     guard = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
-    assert len(guard) == 1 and "launch_gradio_widget(evaluate.load(" in ast.unparse(guard[0])
-    assert f"with_name('{name}.py')" in ast.unparse(guard[0])
-    # the Space installs this release of hoi-bench
+    assert len(guard) == 1 and ast.unparse(guard[0].body[0]).startswith("launch(__file__, ['evaluate', ")
+    # the Space installs hoi-bench (push-metric points the line at the wheel it uploads)
     requirements = (folder / "requirements.txt").read_text().splitlines()
-    assert space_requirement() in requirements
-    assert space_requirement().endswith(f"@v{hoi_bench.__version__}")
+    assert [line for line in requirements if not line.startswith("#")] == ["hoi-bench"]
+    assert any((folder / "examples").iterdir())
+
+
+def test_the_space_extra_installs_the_gradio_of_the_cards():
+    import importlib.metadata
+
+    setup = (Path(__file__).resolve().parents[2] / "setup.cfg").read_text()
+    extra = setup.split("space =", 1)[1].split("\ntest =", 1)[0]
+    major = GRADIO_SDK_VERSION.split(".")[0]
+    assert f"gradio>={major},<{int(major) + 1}" in extra.split()
+    installed = importlib.metadata.version("gradio")
+    assert installed.split(".")[0] == major, f"gradio {installed} installed, the cards run {GRADIO_SDK_VERSION}"
 
 
 def test_gradio_stays_out_of_the_install_requirements():
@@ -213,14 +224,15 @@ def test_space_problems_names_what_a_folder_lacks(tmp_path):
     folder.mkdir()
     (folder / "toy.py").write_text("")
     (folder / "README.md").write_text("---\ntitle: toy\nsdk: streamlit\ntags:\n- metric\ncolorFrom: teal\n---\n")
-    (folder / "requirements.txt").write_text("hoi-bench\n")
+    (folder / "requirements.txt").write_text("evaluate\n")
     problems = space_problems(folder)
     assert "app.py missing" in problems
     assert "README.md front matter lacks 'app_file'" in problems
     assert "README.md front matter must say sdk: gradio and app_file: app.py" in problems
     assert "README.md front matter tags must include evaluate and metric" in problems
     assert "README.md front matter colorFrom 'teal' is not a Space colour" in problems
-    assert any(p.startswith("requirements.txt does not pin this release") for p in problems)
+    assert any(p.startswith("requirements.txt has no hoi-bench line") for p in problems)
+    assert "examples/ missing (files the page scores with one button)" in problems
 
 
 class FakeSpaceApi:
@@ -232,37 +244,85 @@ class FakeSpaceApi:
 
     def upload_folder(self, **kwargs):
         folder = Path(kwargs["folder_path"])
-        files = {p.name: p.read_text() for p in folder.iterdir()}
+        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
         self.calls.append(("upload_folder", {**kwargs, "files": files}))
         return "commit-1"
 
 
-def test_push_metric_uploads_the_folder_as_a_gradio_space():
+@pytest.fixture
+def fake_wheel(tmp_path) -> Path:
+    wheel = tmp_path / "hoi_bench-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"not really a zip, but bytes to upload and hash")
+    return wheel
+
+
+def test_push_metric_uploads_the_folder_and_a_wheel_it_installs(fake_wheel):
+    import hashlib
+
     api = FakeSpaceApi()
-    assert push_metric("p_auc", "org/p_auc", api=api) == "commit-1"
+    assert push_metric("p_auc", "org/p_auc", api=api, wheel=fake_wheel) == "commit-1"
     (_, create), (_, upload) = api.calls
     assert create == {"repo_id": "org/p_auc", "repo_type": "space", "space_sdk": "gradio", "private": False,
                       "exist_ok": True}
     assert upload["repo_type"] == "space" and upload["repo_id"] == "org/p_auc"
-    assert sorted(upload["files"]) == ["README.md", "app.py", "p_auc.py", "requirements.txt"]
-    assert upload["files"]["p_auc.py"] == (Path(metric_path("p_auc")) / "p_auc.py").read_text()
+    folder = Path(metric_path("p_auc"))
+    shipped = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
+               and "__pycache__" not in p.parts}
+    assert set(upload["files"]) == shipped | {"wheels/hoi_bench-0.1.0-py3-none-any.whl"}
+    assert upload["files"]["wheels/hoi_bench-0.1.0-py3-none-any.whl"] == fake_wheel.read_bytes()
+    assert upload["files"]["p_auc.py"] == (folder / "p_auc.py").read_bytes()
+    sha256 = hashlib.sha256(fake_wheel.read_bytes()).hexdigest()
+    line = wheel_requirement("org/p_auc", fake_wheel.name, sha256)
+    assert line == (f"hoi-bench @ https://huggingface.co/spaces/org/p_auc/resolve/main/wheels/{fake_wheel.name}"
+                    f"#sha256={sha256}")
+    lines = upload["files"]["requirements.txt"].decode().splitlines()
+    assert [entry for entry in lines if not entry.startswith("#")] == [line]
+    assert "hoi-bench\n" in (folder / "requirements.txt").read_text()  # the checkout's file is left alone
 
 
-def test_push_metric_requirement_replaces_the_uploaded_requirements_only():
+def test_push_metric_requirement_replaces_the_hoi_bench_line_and_uploads_no_wheel():
     api = FakeSpaceApi()
-    push_metric("pdd", "org/pdd", api=api, requirement="hoi-bench @ git+https://example.org/fork@v9")
-    assert api.calls[1][1]["files"]["requirements.txt"] == "hoi-bench @ git+https://example.org/fork@v9\n"
-    assert space_requirement() in (Path(metric_path("pdd")) / "requirements.txt").read_text()
+    push_metric("pdd", "org/pdd", api=api, requirement="hoi-bench @ git+https://git.acme.net/hoi-bench@v9")
+    files = api.calls[1][1]["files"]
+    lines = files["requirements.txt"].decode().splitlines()
+    assert [entry for entry in lines if not entry.startswith("#")] == ["hoi-bench @ git+https://git.acme.net/hoi-bench@v9"]
+    assert not any(path.startswith("wheels/") for path in files)
 
 
-def test_push_metric_reports_hub_failures_as_one_line():
+@pytest.mark.parametrize("requirement", ["hoi-bench @ git+https://YOUR/FORK@vVERSION",
+                                         "hoi-bench @ git+https://github.com/ORG/hoi-bench@v0.1.0",
+                                         "hoi-bench @ https://example.org/hoi_bench-0.1.0-py3-none-any.whl"])
+def test_push_metric_refuses_a_placeholder_before_building_or_uploading(requirement, monkeypatch):
+    from hoi_bench import source_wheel
+
+    monkeypatch.setattr(source_wheel, "build_wheel", lambda *a, **k: pytest.fail("built a wheel"))
+    api = FakeSpaceApi()
+    with pytest.raises(SpaceError, match=r"placeholders left, nothing uploaded: requirements.txt:\d+: "):
+        push_metric("pdo", "org/pdo", api=api, requirement=requirement)
+    assert api.calls == []
+
+
+def test_cli_push_metric_refuses_a_placeholder_in_one_line(capsys):
+    assert main(["push-metric", "pdo", "--repo-id", "org/pdo", "--requirement", "hoi-bench @ git+https://TODO"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "placeholders left, nothing uploaded: requirements.txt:" in err
+
+
+def test_push_metric_refuses_a_private_space_that_could_not_install_its_wheel(fake_wheel):
+    api = FakeSpaceApi()
+    with pytest.raises(SpaceError, match="a private Space cannot download its own wheel"):
+        push_metric("pdd", "org/pdd", api=api, private=True, wheel=fake_wheel)
+    assert api.calls == []
+
+
+def test_push_metric_reports_hub_failures_as_one_line(fake_wheel):
     class Unreachable(FakeSpaceApi):
         def create_repo(self, **kwargs):
             raise ConnectionError("Failed to resolve 'huggingface.co'\nretrying...")
 
     with pytest.raises(PushError, match=r"^push the pdo metric to space repo 'org/pdo': ConnectionError: Failed to "
                                         r"resolve 'huggingface.co'$"):
-        push_metric("pdo", "org/pdo", api=Unreachable())
+        push_metric("pdo", "org/pdo", api=Unreachable(), wheel=fake_wheel)
 
 
 @pytest.mark.parametrize("repo_id", ["org/", "org/p auc", "a/b/c", "org/p--auc"])
@@ -273,7 +333,10 @@ def test_push_metric_refuses_a_bad_repo_id_before_anything_else(repo_id):
     assert api.calls == []
 
 
-def test_cli_push_metric_fails_clearly_offline(capsys):
+def test_cli_push_metric_fails_clearly_offline(capsys, monkeypatch):
+    from hoi_bench import source_wheel
+
+    monkeypatch.setattr(source_wheel, "build_wheel", lambda *a, **k: pytest.fail("built a wheel while offline"))
     assert main(["push-metric", "p_auc", "--repo-id", "org/p_auc"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == ("hoi-bench: error: push the p_auc metric to space repo 'org/p_auc': offline mode is on "
@@ -330,3 +393,35 @@ def test_bare_load_after_install_asks_the_hub_then_uses_the_installed_module_sil
     assert loaded.stdout.strip() == "p_auc"
     assert any(path.startswith("/spaces/evaluate-metric/p_auc/") for path in _NotFound.requests)
     assert "Using the latest cached version" not in loaded.stderr, loaded.stderr
+
+
+@pytest.mark.slow  # pip builds the wheel (about 10 s)
+def test_the_wheel_push_metric_uploads_holds_the_working_tree_and_leaves_it_clean(tmp_path):
+    import zipfile
+
+    from hoi_bench.source_wheel import build_wheel, source_root
+
+    root = source_root()
+    before = sorted(p.name for p in root.iterdir())
+    wheel = build_wheel(tmp_path)
+    assert wheel.name == f"hoi_bench-{hoi_bench.__version__}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert archive.read("hoi_bench/space_app.py") == (root / "hoi_bench" / "space_app.py").read_bytes()
+    for name in metric_names():
+        shipped = {f"hoi_bench_metrics/{p.relative_to(root / 'metrics').as_posix()}"
+                   for p in (root / "metrics" / name).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+        assert shipped <= names, f"{name}: {sorted(shipped - names)[:3]} not in the wheel"
+    assert sorted(p.name for p in root.iterdir()) == before  # no build/ or *.egg-info left in the checkout
+
+
+def test_placeholders_name_file_and_line_and_skip_example_data(tmp_path):
+    from hoi_bench.spaces import placeholders
+
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "references.json").write_text('{"note": "TODO"}')
+    (tmp_path / "README.md").write_text("---\ntitle: x\n---\nevaluate.load('ORG/p_auc')\n")
+    (tmp_path / "requirements.txt").write_text("hoi-bench\n")
+    assert placeholders(tmp_path) == ["README.md:4: 'ORG'"]
+    (tmp_path / "README.md").write_text("evaluate.load('acme/p_auc'), <label id>\n")
+    assert placeholders(tmp_path) == []
