@@ -6,8 +6,8 @@ matching, the losses, post-processing, triplet ranking, the PPDM/QPIC prediction
 small DETR (``tiny-random``: two-stage ResNet, 2 + 2 transformer layers, d 64), no augmentation, and prints
 every ``--every`` steps the main loss terms, the mAP and the wall time since the start.
 
-    python benchmarks/detector_overfit.py [--images 32] [--steps 1500] [--every 100] [--target 0.9]
-        [--num-queries 16] [--learning-rate 5e-4] [--batch-size 8] [--threads 2]
+    python benchmarks/detector_overfit.py [--images 32] [--steps 4000] [--every 100] [--target 0.9]
+        [--num-queries 8] [--learning-rate 1e-3] [--lr-drop 1500] [--batch-size 8] [--threads 1]
 
 Exit status 0 when the mAP reached ``--target`` (it stops there), 1 otherwise.
 """
@@ -31,15 +31,18 @@ TERMS = ("loss_obj_ce", "loss_verb_ce", "loss_sub_bbox", "loss_obj_bbox", "loss_
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=1500)
+    parser.add_argument("--steps", type=int, default=4000)
     parser.add_argument("--every", type=int, default=100)
     parser.add_argument("--target", type=float, default=0.9)
-    parser.add_argument("--num-queries", type=int, default=16)
-    parser.add_argument("--learning-rate", type=float, default=5e-4)
+    parser.add_argument("--num-queries", type=int, default=8)
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--lr-backbone", type=float, help="default: --learning-rate (the tiny backbone is random)")
     parser.add_argument("--dropout", type=float, default=0.0)
+    parser.add_argument("--lr-drop", type=int, default=1500,
+                        help="multiply the learning rates by 0.1 after this many steps (QPIC's StepLR, in steps)")
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (the laptop's cores)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, help="folder for the sample and its Hub folder (default: temporary)")
     return parser.parse_args(argv)
@@ -87,6 +90,7 @@ def main(argv=None) -> int:
                                                             for i in range(len(rows)))]
         optimizer = torch.optim.AdamW(baseline.parameter_groups(model, options.learning_rate),
                                       weight_decay=1e-4)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, options.lr_drop)
         print(f"{len(rows)} images, {sum(len(t['obj_labels']) for b in batches for t in b['targets'])} "
               f"(human, object) pairs, {sum(p.numel() for p in model.parameters()):,} parameters, "
               f"{options.num_queries} queries, setup {time.perf_counter() - started:.1f} s")
@@ -100,6 +104,7 @@ def main(argv=None) -> int:
             losses["loss"].backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
             optimizer.step()
+            scheduler.step()
             if step % options.every and step != options.steps:
                 continue
             model.eval()

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from hoi_bench.training import Baseline, load_split
+from hoi_bench.training import RowsAsReferences, load_split
 
 
 def add_pair_arguments(parser: argparse.ArgumentParser, title: str, *, unit: str, max_pairs: int,
@@ -35,7 +35,7 @@ def add_pair_arguments(parser: argparse.ArgumentParser, title: str, *, unit: str
     return group
 
 
-class PairBaseline(Baseline):
+class PairBaseline(RowsAsReferences):
     """A :class:`Baseline` whose model maps ``(crops, geometry[, labels])`` of every pair to logits.
 
     Batches hold ``tensor_keys`` concatenated over the pairs of all rows (``targets`` among them), a
@@ -67,15 +67,6 @@ class PairBaseline(Baseline):
     def split(self, name: str, *, streaming: bool = False):
         """The rows of split ``name`` of ``--config``."""
         return load_split(self.args, name, streaming=streaming)
-
-    def eval_datasets(self) -> dict[str, Any]:
-        self.references = {name: self.split(name) for name in self.args.eval_splits}
-        return self.references
-
-    def held_out(self, split: str, rows):
-        """Rows carved from train (``--validation-size``) are scored like any split: they are its references."""
-        self.references[split] = rows
-        return rows
 
     def transform(self, rows: dict[str, list]) -> dict[str, list]:
         return self.pair_rows(rows, limit=None)

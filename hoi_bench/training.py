@@ -329,6 +329,27 @@ class Baseline(abc.ABC):
                             f"training split")
 
 
+
+class RowsAsReferences(Baseline):
+    """A :class:`Baseline` that scores each evaluated split (``--eval-splits``, and rows carved by
+    ``--validation-size``) against that split's own rows, kept in ``self.references`` for :meth:`finish`.
+    Subclasses give ``self.args`` and :meth:`split`."""
+
+    references: dict[str, Any]
+
+    @abc.abstractmethod
+    def split(self, name: str):
+        """The rows of split ``name`` of ``--config``."""
+
+    def eval_datasets(self) -> dict[str, Any]:
+        self.references = {name: self.split(name) for name in self.args.eval_splits}
+        return self.references
+
+    def held_out(self, split: str, rows):
+        """Rows carved from train (``--validation-size``) are scored like any split: they are its references."""
+        self.references[split] = rows
+        return rows
+
 @dataclass
 class _Progress:
     """Where training stands; saved next to the accelerate state as ``run_state.json``."""

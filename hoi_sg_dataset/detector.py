@@ -20,7 +20,7 @@ import numpy as np
 
 from hoi_bench.errors import HoiBenchError
 from hoi_bench.files import write_json_atomic
-from hoi_bench.training import Baseline, load_split
+from hoi_bench.training import RowsAsReferences, load_split
 
 #: QPIC's recipe (``main.py`` defaults and README commands) where it differs from the pair baseline's flags
 QPIC_TRAINING = {"batch_size": 2, "eval_batch_size": 2, "weight_decay": 1e-4,
@@ -76,7 +76,7 @@ def apply_model_defaults(args: argparse.Namespace, defaults: dict[str, Any]) -> 
             setattr(args, name, value)
 
 
-class HoiDetrBaseline(Baseline):
+class HoiDetrBaseline(RowsAsReferences):
     """The detector on the rows of a built ``hoi_sg`` config (see the module docstring)."""
 
     def __init__(self, args: argparse.Namespace) -> None:
@@ -188,15 +188,6 @@ class HoiDetrBaseline(Baseline):
         if streaming:
             raise HoiBenchError("--model detr reads the training split as a Dataset; drop --streaming")
         return self.split("train")
-
-    def eval_datasets(self) -> dict[str, Any]:
-        self.references = {name: self.split(name) for name in self.args.eval_splits}
-        return self.references
-
-    def held_out(self, split: str, rows):
-        """Rows carved from train (``--validation-size``) are scored like any split: they are its references."""
-        self.references[split] = rows
-        return rows
 
     def transform(self, rows: dict[str, list]) -> dict[str, list]:
         return self.detector_rows(rows, train=False)
