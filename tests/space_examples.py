@@ -63,6 +63,22 @@ def vcoco_map(out: Path, work: Path) -> None:
 def vcoco_role_map(out: Path, work: Path) -> None:
     """The official evaluator's files for V-COCO-SG split 1 of the sample: VSRL, COCO instances, image ids, and
     the verb-prior predictions converted as ``hoi-bench convert vcoco-detections`` does."""
+    from hoi_sg_dataset.formats import write_annotations
+    from hoi_sg_dataset.predictions import verb_prior_predictions
+    from hoi_sg_dataset.vcoco_role_convert import detections_from_predictions
+
+    split = _vcoco_split()
+    test = split.test[:VCOCO_IMAGES]
+    write_official_vcoco_files(test, out)
+    references = write_annotations(work / "test_vcoco.json", test, "vcoco")
+    predictions = work / "predictions_vcoco.json"
+    _write_json(predictions, verb_prior_predictions(split.trainval, test))
+    _write_json(out / "detections.json", detections_from_predictions(references, predictions))
+
+
+def write_official_vcoco_files(records, out: Path) -> tuple[Path, Path, Path]:
+    """V-COCO's official ``vsrl.json``, ``instances.json`` and ``image_ids.txt`` of QPIC-format test ``records``
+    of the sample (one COCO annotation per box, each person's roles from its HOIs); returns their paths."""
     import importlib.util
 
     helpers = Path(__file__).resolve().parent / "hoi_sg_dataset" / "role_ap_inputs.py"
@@ -71,18 +87,13 @@ def vcoco_role_map(out: Path, work: Path) -> None:
     spec.loader.exec_module(role_ap_inputs)
     annotation, instances_json, vsrl_json = (role_ap_inputs.annotation, role_ap_inputs.instances_json,
                                              role_ap_inputs.vsrl_json)
-    from hoi_sg_dataset.formats import write_annotations
-    from hoi_sg_dataset.predictions import verb_prior_predictions
     from hoi_sg_dataset.role_ap import ROLES
     from hoi_sg_dataset.samples import HEIGHT, PERSON, WIDTH
-    from hoi_sg_dataset.vcoco_role_convert import detections_from_predictions
     from hoi_sg_dataset.vocabulary import coco_objects, vcoco_verbs
 
-    split = _vcoco_split()
-    test = split.test[:VCOCO_IMAGES]
     verbs = vcoco_verbs()
     persons, annotations, sizes = [], [], {}
-    for record in test:
+    for record in records:
         image_id = int(record.file_name.rsplit("_", 1)[1].split(".")[0])
         sizes[image_id] = (WIDTH, HEIGHT)
         ann_ids = [image_id * 100 + k + 1 for k in range(len(record.annotations))]
@@ -107,10 +118,7 @@ def vcoco_role_map(out: Path, work: Path) -> None:
     instances["categories"] = [{"id": c, "name": objects.name_of(c)} for c in [PERSON, *others]]  # person first
     _write_json(out / "instances.json", instances)
     (out / "image_ids.txt").write_text("".join(f"{i}\n" for i in sorted(sizes)), encoding="utf-8")
-    references = write_annotations(work / "test_vcoco.json", test, "vcoco")
-    predictions = work / "predictions_vcoco.json"
-    _write_json(predictions, verb_prior_predictions(split.trainval, test))
-    _write_json(out / "detections.json", detections_from_predictions(references, predictions))
+    return out / "vsrl.json", out / "instances.json", out / "image_ids.txt"
 
 
 def _haystack_prior(work: Path):

@@ -61,6 +61,25 @@ def test_a_short_run_writes_a_readable_prediction_file_scores_it_and_saves_a_loa
     assert loaded.num_verb_classes == (117 if dataset == "hico" else 29)
 
 
+def test_vcoco_predictions_go_on_to_the_official_detection_list_and_role_ap(hub, tmp_path):
+    import datasets
+
+    from hoi_sg_dataset.builder import row_to_record
+    from tests.space_examples import write_official_vcoco_files
+
+    rows = datasets.load_dataset(str(hub), "vcoco_split1", split="test", cache_dir=str(hub.parent / "cache"))
+    records = [row_to_record(row, "vcoco") for row in rows.remove_columns(["image"])]
+    # the sample numbers train2014 and val2014 images from 1 each: keep the ids no two images share
+    ids = [int(r.file_name.rsplit("_", 1)[1].split(".")[0]) for r in records]
+    official = write_official_vcoco_files([r for r, i in zip(records, ids) if ids.count(i) == 1], tmp_path)
+    results = main(argv(hub, tmp_path / "run", "vcoco_split1", "--max-steps", "1",
+                        "--vcoco-official", *map(str, official)))
+    role_ap = results["splits"]["test"]["metrics"]["role_ap"]
+    assert {"mean_role_ap_scenario_1", "mean_role_ap_scenario_2", "mean_agent_ap"} <= set(role_ap)
+    detections = json.loads((tmp_path / "run" / "predictions" / "test.vcoco_detections.json").read_text())
+    assert detections and {"image_id", "person_box"} <= set(detections[0])
+
+
 def test_backbone_gets_its_own_learning_rate_and_the_step_schedule_drops_it(hub, tmp_path):
     args = parse_args(argv(hub, tmp_path / "run", "hico_split1", "--learning-rate", "1e-3",
                            "--lr-backbone", "1e-5"))
