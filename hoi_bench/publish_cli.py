@@ -65,8 +65,6 @@ def _run_push_metric(args: argparse.Namespace) -> int:
 def _run_report(args: argparse.Namespace) -> int:
     from hoi_bench import results_report
 
-    results_report.check_outputs_are_not_inputs(args.results, {
-        "--output": args.output, "--markdown": args.markdown, "--latex": args.latex, "--plot": args.plot})
     if args.plot is not None:
         results_report.plot_format(args.plot)
     report = results_report.build_report(args.results, args.labels, per_class=args.per_class)

@@ -444,23 +444,3 @@ def write_outputs(
     if plot is not None and figure is not None:
         written.append(write_bytes_atomic(plot, figure))
     return written
-
-
-def check_outputs_are_not_inputs(inputs: Sequence[str | os.PathLike], outputs: dict[str, Any]) -> None:
-    """Refuse (before reading anything) an output option that names one of the result files: writing the
-    report there would replace the run's results.
-
-    ``outputs``: option name (``--output``) → path or None.
-    """
-    def same(a: Path, b: Path) -> bool:
-        if a.exists() and b.exists():
-            return os.path.samefile(a, b)
-        return a.resolve() == b.resolve()
-
-    for option, target in outputs.items():
-        if target is None:
-            continue
-        for source in inputs:
-            if same(Path(target), Path(source)):
-                raise ReportError(f"{option} {target} is one of the result files being reported; write the "
-                                  f"report to another file")

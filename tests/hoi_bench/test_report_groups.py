@@ -125,7 +125,7 @@ def test_an_output_naming_an_input_is_refused_before_any_work(tmp_path, capsys, 
     second = write(tmp_path, "b.json", {"mAP": 0.7})
     line = refused(["report", str(first), str(second), option, str(tmp_path / "." / first.name)], capsys,
                    [first, second])
-    assert f"{option} " in line and "is one of the result files being reported" in line
+    assert f"{option} " in line and "writing it would replace that input" in line
 
 
 @pytest.mark.slow
