@@ -3,15 +3,15 @@
 The sample's verbs are a function of box geometry only, so a pair classifier trained on the SG train split
 should transfer to the held-out (object, verb) combinations of the SG test split, while the object prior,
 which has never seen those combinations, cannot: a miniature of the SG paper's finding.
+
+Trainings run in this process; the generic loop (``accelerate launch``, two processes, resume and checkpoints in
+general) is tested once, on a toy task, in ``tests/hoi_bench/test_training.py``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,7 @@ import pytest
 from hoi_sg_dataset.baseline import candidate_pairs, main
 from hoi_sg_dataset.builder import row_to_record
 from hoi_sg_dataset.predictions import prediction_set, read_predictions, reference_set
-from tests.tracked_run import assert_tracked_run_reloads
+from tests.tracked_run import assert_tracked_run_reloads, tracked_run
 
 PAIR_STEPS = 40
 
@@ -34,12 +34,14 @@ def fresh_accelerate_state():
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory) -> Path:
-    from hoi_sg_dataset.hub_folder import build_hoi_sg
-    from hoi_sg_dataset.samples import write_sample
-
+def hub(hoi_sg_demo, tmp_path_factory) -> Path:
+    """The session demo's Hub folder (every config of the sample, images embedded) and its sample, linked into
+    a folder of this module, so that the caches and runs written beside them stay out of the demo output."""
+    _, _, demo = hoi_sg_demo
     root = tmp_path_factory.mktemp("hoi_sg")
-    return build_hoi_sg(write_sample(root / "sample").root, root / "hub", ["hico_split1", "vcoco_split1"])
+    (root / "sample").symlink_to(demo / "work" / "hoi_sg" / "sample", target_is_directory=True)
+    (root / "hub").symlink_to(demo / "hoi_sg", target_is_directory=True)
+    return root / "hub"
 
 
 def common(hub: Path, output_dir: Path, *extra: str) -> list[str]:
@@ -48,22 +50,12 @@ def common(hub: Path, output_dir: Path, *extra: str) -> list[str]:
             *extra]
 
 
-def accelerate_launch(module: str, argv: list[str]) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--cpu",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--num_machines", "1",
-               "-m", module, *argv]
-    return subprocess.run(command, check=False, env=dict(os.environ), capture_output=True, text=True,
-                          timeout=600)
-
-
 @pytest.fixture(scope="module")
 def pair_run(hub) -> Path:
-    """The pair classifier trained through ``accelerate launch`` (one process) on hico_split1."""
+    """The pair classifier trained on hico_split1, checkpoints at half-way and at the end."""
     out = hub.parent / "pair"
-    completed = accelerate_launch("hoi_sg_dataset.baseline", common(
-        hub, out, "--config", "hico_split1", "--max-steps", str(PAIR_STEPS), "--learning-rate", "3e-3",
-        "--checkpointing-steps", str(PAIR_STEPS // 2), "--log-every", "5"))
-    assert completed.returncode == 0, completed.stderr[-4000:]
+    main(common(hub, out, "--config", "hico_split1", "--max-steps", str(PAIR_STEPS), "--learning-rate", "3e-3",
+                "--checkpointing-steps", str(PAIR_STEPS // 2), "--log-every", "5"))
     return out
 
 
@@ -74,7 +66,7 @@ def references(hub: Path, config: str, dataset: str):
     return [row_to_record(row, dataset) for row in rows.remove_columns(["image"])]
 
 
-def test_pair_classifier_through_accelerate_writes_a_valid_qpic_file(pair_run, hub):
+def test_pair_classifier_writes_a_valid_qpic_file(pair_run, hub):
     results = json.loads((pair_run / "results.json").read_text())
     path = Path(results["splits"]["test"]["predictions"])
     gt = references(hub, "hico_split1", "hico")
@@ -150,6 +142,7 @@ def test_object_prior_runs_on_an_annotation_only_folder_and_the_pair_model_says_
 def test_tracked_run_evaluates_and_its_model_reloads_to_identical_predictions(hub, tmp_path):
     argv = ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu", "--config", "hico_split1",
             "--metric-for-best", "mAP"]
+    tracked_run("hoi_sg", argv, tmp_path / "run")
     assert_tracked_run_reloads("hoi_sg", argv, tmp_path / "run")
 
 
