@@ -57,7 +57,8 @@ SAMPLE_BUILDS = {"haystack_dataset": _build_haystack, "bongard_hoi": _build_bong
 LICENSE_HEADING = re.compile(r"^## (License|Sources and licenses|License and access)\b", re.MULTILINE)
 
 
-@pytest.fixture(scope="module", params=PACKAGES)
+@pytest.fixture(scope="module", params=[
+    pytest.param(package, marks=pytest.mark.slow) if package == "hoi_sg_dataset" else package for package in PACKAGES])
 def sample_card(request, tmp_path_factory) -> tuple[str, Path]:
     """Each package's Hub folder built from its synthetic sample (every config hoi_sg has: the YAML worst case;
     hoi_sg's is the session's demo build, shared with the demo and baseline tests)."""

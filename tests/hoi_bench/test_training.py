@@ -120,6 +120,7 @@ def losses(output_dir: Path) -> list[float]:
     return [entry["loss"] for entry in json.loads((output_dir / "log.json").read_text())["history"]]
 
 
+@pytest.mark.slow
 def test_loss_decreases_on_a_fixed_batch(tmp_path):
     cfg = config(tmp_path, max_steps=12, overfit_batches=1, learning_rate=3e-2)
     run_training(ToyBaseline(), cfg)
@@ -128,6 +129,7 @@ def test_loss_decreases_on_a_fixed_batch(tmp_path):
     assert history[-1] < 0.5 * history[0], history
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(tmp_path):
     cfg = config(tmp_path)
     first = run_training(ToyBaseline(), cfg)
@@ -145,6 +147,7 @@ def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(t
     assert second["splits"]["test"]["metrics"] == first["splits"]["test"]["metrics"]
 
 
+@pytest.mark.slow
 def test_resume_latest_without_checkpoint_starts_fresh_and_with_one_continues(tmp_path):
     cfg = config(tmp_path, max_steps=3, resume="latest")
     assert find_checkpoint(cfg.output_dir, "latest") is None
@@ -287,6 +290,7 @@ def test_every_config_field_is_a_flag_with_the_config_default():
         parser.parse_args([])  # --output-dir has no default
 
 
+@pytest.mark.slow
 def test_evaluating_during_training_changes_no_step_and_keeps_the_best_model(tmp_path):
     plain = config(tmp_path, output_dir=tmp_path / "plain", checkpointing_steps=2)
     evaluated = config(tmp_path, output_dir=tmp_path / "evaluated", eval_steps=2, metric_for_best="accuracy",
@@ -372,12 +376,14 @@ def accelerate_launch(processes: int, *argv: str) -> None:
     assert completed.returncode == 0, completed.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_runs_through_accelerate_launch(tmp_path):
     accelerate_launch(1, "--output-dir", str(tmp_path / "launched"), "--max-steps", "2")
     results = json.loads((tmp_path / "launched" / "results.json").read_text())
     assert results["steps"] == 2 and results["splits"]["test"]["examples"] == 10
 
 
+@pytest.mark.slow
 def test_two_processes_gather_every_row_once_and_resume_exactly(tmp_path):
     out = tmp_path / "two"
     accelerate_launch(2, "--output-dir", str(out), "--max-steps", "4", "--checkpointing-steps", "2",

@@ -66,6 +66,7 @@ def references(hub: Path, config: str, dataset: str):
     return [row_to_record(row, dataset) for row in rows.remove_columns(["image"])]
 
 
+@pytest.mark.slow
 def test_pair_classifier_writes_a_valid_qpic_file(pair_run, hub):
     results = json.loads((pair_run / "results.json").read_text())
     path = Path(results["splits"]["test"]["predictions"])
@@ -75,6 +76,7 @@ def test_pair_classifier_writes_a_valid_qpic_file(pair_run, hub):
     assert sorted(p.name for p in (pair_run / "checkpoints").iterdir()) == ["step_0000020", "step_0000040"]
 
 
+@pytest.mark.slow
 def test_pair_classifier_beats_object_prior_on_the_sg_test_split(pair_run, hub, tmp_path, record_property):
     prior = main(common(hub, tmp_path / "prior", "--config", "hico_split1", "--model", "object-prior"))
     pair = json.loads((pair_run / "results.json").read_text())
@@ -90,6 +92,7 @@ def test_pair_classifier_beats_object_prior_on_the_sg_test_split(pair_run, hub, 
     assert pair_map > prior_map + 0.3, (prior_map, pair_map)
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_saved_step(pair_run, hub, tmp_path):
     out = tmp_path / "resumed"
     shutil.copytree(pair_run, out)
@@ -103,6 +106,7 @@ def test_resume_continues_from_the_saved_step(pair_run, hub, tmp_path):
     assert history[-1]["step"] == PAIR_STEPS // 2 + 1
 
 
+@pytest.mark.slow
 def test_loss_decreases_on_a_fixed_batch(hub, tmp_path):
     main(common(hub, tmp_path / "overfit", "--config", "hico_split1", "--overfit-batches", "1",
                 "--max-steps", "8",
@@ -111,6 +115,7 @@ def test_loss_decreases_on_a_fixed_batch(hub, tmp_path):
     assert len(losses) == 8 and losses[-1] < 0.5 * losses[0], losses
 
 
+@pytest.mark.slow
 def test_vcoco_object_prior_writes_no_object_pairs_the_reader_accepts(hub, tmp_path):
     results = main(common(hub, tmp_path / "vcoco-prior", "--config", "vcoco_split1",
                           "--model", "object-prior"))
@@ -128,6 +133,7 @@ def test_candidate_pairs_pair_every_human_with_every_other_box():
     assert pairs == [(0, 1), (0, 2), (0, -1), (2, 0), (2, 1), (2, -1)]
 
 
+@pytest.mark.slow
 def test_object_prior_runs_on_an_annotation_only_folder_and_the_pair_model_says_why_not(hub, tmp_path):
     from hoi_bench.errors import HoiBenchError
     from hoi_sg_dataset.hub_folder import build_hoi_sg
@@ -139,6 +145,7 @@ def test_object_prior_runs_on_an_annotation_only_folder_and_the_pair_model_says_
         main(common(bare, tmp_path / "pair", "--config", "hico_split1", "--max-steps", "1"))
 
 
+@pytest.mark.slow
 def test_tracked_run_evaluates_and_its_model_reloads_to_identical_predictions(hub, tmp_path):
     argv = ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu", "--config", "hico_split1",
             "--metric-for-best", "mAP"]
@@ -146,6 +153,7 @@ def test_tracked_run_evaluates_and_its_model_reloads_to_identical_predictions(hu
     assert_tracked_run_reloads("hoi_sg", argv, tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_push_to_hub_while_offline_is_a_one_line_error_with_exit_status_2(hub, tmp_path, capsys, monkeypatch):
     from huggingface_hub import constants
 

@@ -113,6 +113,7 @@ def test_features_are_declared(hub):
     assert isinstance(features["image"], datasets.Image)
 
 
+@pytest.mark.slow  # a session build of every config of the sample
 def test_every_sample_config_builds_annotation_only_without_images(hoi_sg_annotation_only_hub, tmp_path):
     folder, root_without_images = hoi_sg_annotation_only_hub  # built by default, every buildable config
     assert not list(root_without_images.glob("*/images"))

@@ -152,6 +152,7 @@ def test_build_unknown_config_is_a_clean_error(sample_root, tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow  # a session build of every config of the sample
 def test_build_defaults_to_every_config_the_data_allows(hoi_sg_annotation_only_hub, sample_copy):
     folder, _ = hoi_sg_annotation_only_hub  # `build hoi_sg --no-images` without --config, images removed
     assert sorted(datasets.get_dataset_config_names(str(folder))) == sorted(CONFIG_NAMES)
@@ -161,6 +162,7 @@ def test_build_defaults_to_every_config_the_data_allows(hoi_sg_annotation_only_h
     assert sorted(buildable_configs(sample_copy)) == hico_only
 
 
+@pytest.mark.slow  # a session build of every config of the sample
 def test_demo_step_builds_loads_and_reports_the_sample(hoi_sg_demo):
     context, said, _ = hoi_sg_demo  # the build step's rows come first; the scoring step's follow
     rows = {(r.benchmark, r.split, r.metric): r.value for r in context.rows}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from hoi_bench import cli
 from hoi_sg_dataset.predictions import vcoco_map_files
 
@@ -85,6 +87,7 @@ def test_nan_score_exits_2_naming_the_field(tmp_path, capsys):
     assert "field 'hoi_prediction[0].score'" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a session build of every config of the sample
 def test_demo_step_scores_the_rule_on_the_sample(hoi_sg_demo):
     context, said, out_dir = hoi_sg_demo  # the session's demo: the build step, then this scoring step
     metrics = {(row.benchmark, row.metric): row.value for row in context.rows}
