@@ -360,8 +360,9 @@ def _official_script_emulation(annotation_raw, rows):
     return out, mean
 
 
+@pytest.mark.slow
 @_IGNORE_INPUT_WARNINGS
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from([None, 2, 3]))
 def test_official_mode_equals_an_emulation_of_the_released_script(seed, tie_levels):
     rng = np.random.default_rng(seed)
@@ -398,6 +399,7 @@ WIDE_PREDICATES, WIDE_SEGMENTS = 24, 4
 WIDE_PAIRS = WIDE_SEGMENTS * (WIDE_SEGMENTS - 1)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(predicates=hnp.arrays(np.int64, (WIDE_PAIRS, 3), elements=st.integers(0, 5)),
        positive=hnp.arrays(np.bool_, (WIDE_PAIRS, 3)),

@@ -241,6 +241,7 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
+@pytest.mark.slow
 def test_chunked_embedding_writes_the_bytes_of_a_whole_split_embedded_at_once(tmp_path, monkeypatch):
     """Chunk by chunk and shard by shard, yet the same parquet bytes and sizes as embedding the whole split in
     memory and cutting it into shards (the previous writer, and push_to_hub)."""

@@ -137,6 +137,7 @@ def test_official_split_files_are_used_when_present(sample_copy, tmp_path, caplo
     _assert_same_annotations(_load(folder, "hico_split1")["test"], split.test, "hico")
 
 
+@pytest.mark.slow
 def test_regenerated_split_is_compared_with_an_official_test_file(sample_copy, tmp_path, caplog):
     root = sample_copy / "hico_20160224_det"
     trainval, test = _originals(sample_copy, "hico")
