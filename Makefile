@@ -1,4 +1,5 @@
 # Newcomer entry points: `make demo` and `make test`. Both create .venv and install everything first.
+# `make test-fast` skips the tests marked slow (builds of whole samples, training runs): the edit-test loop.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -7,7 +8,7 @@ STAMP := $(VENV)/.installed
 TORCH := torch==2.13.0
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 HF_UPDATE_DOWNLOAD_COUNTS=0
 
-.PHONY: install demo test clean
+.PHONY: install demo test test-fast clean
 
 install: $(STAMP)
 
@@ -24,6 +25,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	hf_home=$$(mktemp -d); trap 'rm -rf "$$hf_home"' EXIT; \
 	HF_HOME="$$hf_home" $(OFFLINE) $(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	hf_home=$$(mktemp -d); trap 'rm -rf "$$hf_home"' EXIT; \
+	HF_HOME="$$hf_home" $(OFFLINE) $(PY) -m pytest -q -m "not slow"
 
 clean:
 	rm -rf $(VENV) demo-output

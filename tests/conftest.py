@@ -64,3 +64,35 @@ def forked_pieces(monkeypatch) -> list[tuple[int, str]]:
 
     monkeypatch.setattr(forked, "decode_in_pieces", recorded)
     return calls
+
+
+@pytest.fixture(scope="session")
+def hoi_sg_demo(tmp_path_factory):
+    """The hoi_sg demo steps (every config of the sample built into a Hub folder, then split 1 scored) run once
+    per session: ``(context, said, out_dir)``. Read-only: a test that writes into it copies ``out_dir`` first."""
+    from hoi_bench.plugins import DemoContext
+    from hoi_sg_dataset import cli, evaluation_cli
+
+    out = tmp_path_factory.mktemp("hoi-sg-demo-output")
+    said: list[str] = []
+    context = DemoContext(out_dir=out, say=said.append)
+    cli.run_demo(context)
+    evaluation_cli.run_demo(context)
+    return context, said, out
+
+
+@pytest.fixture(scope="session")
+def hoi_sg_annotation_only_hub(tmp_path_factory) -> tuple[Path, Path]:
+    """``hoi-bench build hoi_sg --no-images`` with its default configs (every one the data allows) on a sample
+    whose image folders are removed: ``(hub_folder, sample_root)``. Read-only."""
+    import shutil
+
+    from hoi_bench.cli import main
+    from hoi_sg_dataset.samples import write_sample
+
+    work = tmp_path_factory.mktemp("hoi-sg-annotation-only")
+    root = write_sample(work / "sample").root
+    for folder in root.glob("*/images"):
+        shutil.rmtree(folder)
+    assert main(["build", "hoi_sg", "--data-dir", str(root), "--no-images", "--out", str(work / "hoi_sg")]) == 0
+    return work / "hoi_sg", root

@@ -207,12 +207,23 @@ def test_a_gzip_bomb_stops_at_the_read_limit(commands, command, option, tmp_path
     assert "too large" in one_line_error(code, err, bomb)
 
 
-def test_unreadable_input_is_one_line(commands, tmp_path, capsys):
-    if os.geteuid() == 0:
-        pytest.skip("root reads files whatever their mode")
+def test_unreadable_input_is_one_line(commands, tmp_path, capsys, monkeypatch):
+    import builtins
+    import errno
+    import io
+
     locked = tmp_path / "pred.json"
     locked.write_text("[]")
     locked.chmod(0)
+    real_open = builtins.open
+
+    def open_denied(file, *args, **kwargs):  # root reads files whatever their mode: deny as the kernel would
+        if isinstance(file, (str, os.PathLike)) and Path(file) == locked:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", open_denied)
+    monkeypatch.setattr(io, "open", open_denied)
     code, err = run(replaced(commands["evaluate hoi_map"], "--predictions", locked), capsys)
     one_line_error(code, err, locked)
 
@@ -287,35 +298,35 @@ def test_every_push_failure_is_one_line_exit_2(case, tmp_path):
 
 # ------------------------------------------------------------------------------------------------------ Ctrl-C
 
-SLOW_COMMAND = textwrap.dedent("""
+RUNNING_EVALUATION = textwrap.dedent("""
     import sys, time
     from hoi_bench import cli
-    from hoi_bench.files import write_json_atomic
-    from hoi_bench.plugins import Command, Registry
+    from hoi_sg_dataset import evaluation
 
-    def configure(parser):
-        parser.add_argument("--output")
+    real_ap = evaluation._eleven_point_ap
 
-    def run(args):
+    def first_ap_then_wait(*args, **kwargs):  # the files are read and matched: say so, then stay in the loop
+        ap = real_ap(*args, **kwargs)
         print("ready", flush=True)
         time.sleep(60)
-        write_json_atomic(args.output, {"new": 1})
+        return ap
 
-    registry = Registry()
-    registry.add_command(Command("evaluate", "slow", "sleeps, then writes", configure, run))
-    cli.load_registry = lambda: registry
+    evaluation._eleven_point_ap = first_ap_then_wait
     sys.exit(cli.main(sys.argv[1:]))
 """)
 
 
-def test_sigint_during_a_command_is_one_line_exit_130_and_keeps_the_output(tmp_path):
+def test_sigint_during_a_running_evaluation_is_one_line_exit_130_and_keeps_the_output(commands, tmp_path):
+    """Ctrl-C while `hoi-bench evaluate hoi_map` is computing APs (held at its first class, so the signal
+    lands inside the evaluation, not before or after it)."""
     out = tmp_path / "out.json"
     out.write_text('{"old": 1}')
     before = snapshot(tmp_path)
-    child = subprocess.Popen([sys.executable, "-c", SLOW_COMMAND, "evaluate", "slow", "--output", str(out)],
+    child = subprocess.Popen([sys.executable, "-c", RUNNING_EVALUATION, *commands["evaluate hoi_map"],
+                              "--output", str(out)],
                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert child.stdout.readline() == "ready\n"
+        assert child.stdout.readline() == "ready\n", child.stderr.read()
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=60)
     finally:

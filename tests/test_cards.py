@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 import re
+import runpy
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -15,18 +17,17 @@ PACKAGES = ["hoi_sg_dataset", "haystack_dataset", "bongard_hoi", "sportshhi"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
-def test_card_links_a_runnable_baseline(package):
+@pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")  # imported above, run again below
+def test_card_links_a_runnable_baseline(package, monkeypatch, capsys):
     card = resources.files(package).joinpath("card.md").read_text(encoding="utf-8")
     assert f"accelerate launch -m {package}.baseline" in card
     assert "{{citation}}" in card and "{{configs}}" in card
     assert hasattr(importlib.import_module(f"{package}.baseline"), "main")
-
-
-def _build_hoi_sg(work):
-    from hoi_sg_dataset.hub_folder import build_hoi_sg
-    from hoi_sg_dataset.samples import write_sample
-
-    return build_hoi_sg(write_sample(work / "sample").root, work / "hoi_sg", None, with_images=False, synthetic=True)
+    # what `accelerate launch -m` does in each process: run the module as __main__ (here with --help)
+    monkeypatch.setattr(sys, "argv", [f"{package}.baseline", "--help"])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_module(f"{package}.baseline", run_name="__main__")
+    assert exited.value.code == 0 and "--output-dir" in capsys.readouterr().out
 
 
 def _build_haystack(work):
@@ -51,15 +52,21 @@ def _build_sportshhi(work):
     return build_sportshhi_folder(write_sample(work / "release").root, work / "sportshhi", synthetic=True)
 
 
-SAMPLE_BUILDS = {"hoi_sg_dataset": _build_hoi_sg, "haystack_dataset": _build_haystack,
-                 "bongard_hoi": _build_bongard_hoi, "sportshhi": _build_sportshhi}
+SAMPLE_BUILDS = {"haystack_dataset": _build_haystack, "bongard_hoi": _build_bongard_hoi,
+                 "sportshhi": _build_sportshhi}
 LICENSE_HEADING = re.compile(r"^## (License|Sources and licenses|License and access)\b", re.MULTILINE)
 
 
-@pytest.fixture(scope="module", params=PACKAGES)
+@pytest.fixture(scope="module", params=[
+    pytest.param(package, marks=pytest.mark.slow) if package == "hoi_sg_dataset" else package for package in PACKAGES])
 def sample_card(request, tmp_path_factory) -> tuple[str, Path]:
-    """Each package's Hub folder built from its synthetic sample (every config hoi_sg has: the YAML worst case)."""
-    folder = SAMPLE_BUILDS[request.param](tmp_path_factory.mktemp(request.param))
+    """Each package's Hub folder built from its synthetic sample (every config hoi_sg has: the YAML worst case;
+    hoi_sg's is the session's demo build, shared with the demo and baseline tests)."""
+    if request.param == "hoi_sg_dataset":
+        _, _, demo = request.getfixturevalue("hoi_sg_demo")
+        folder = demo / "hoi_sg"
+    else:
+        folder = SAMPLE_BUILDS[request.param](tmp_path_factory.mktemp(request.param))
     return request.param, Path(folder) / "README.md"
 
 

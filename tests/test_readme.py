@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,17 +36,12 @@ def test_readme_marks_its_demo_walkthrough_as_runnable():
     assert text.count("```") == 0, "a marked block swallowed the next one"
 
 
-@pytest.fixture(scope="module")
-def demo_output(tmp_path_factory) -> Path:
-    """What `make demo` writes for the README's commands: the hoi_sg Hub folder and the hoi_sg metric inputs."""
-    from hoi_bench.plugins import DemoContext
-    from hoi_sg_dataset import cli, evaluation_cli
-
-    out = tmp_path_factory.mktemp("demo-output")
-    context = DemoContext(out_dir=out, say=lambda text: None)
-    cli.run_demo(context)
-    evaluation_cli.run_demo(context)
-    return out
+@pytest.fixture
+def demo_output(hoi_sg_demo, tmp_path) -> Path:
+    """What `make demo` writes for the README's commands: the hoi_sg Hub folder and the hoi_sg metric inputs (the
+    session's demo output, copied because the README's commands write into it)."""
+    _, _, out = hoi_sg_demo
+    return Path(shutil.copytree(out, tmp_path / "demo-output", symlinks=True))
 
 
 @pytest.mark.slow

@@ -85,6 +85,7 @@ def test_episodes_command_builds_a_hub_folder_when_images_exist(tmp_path):
     assert len(rows) == 2 and rows[0]["positive_query"]["image"].size[0] <= 100
 
 
+@pytest.mark.slow
 def test_demo_steps_build_draw_and_score(tmp_path):
     steps = sorted((s for s in load_registry().demo_steps if s.name.startswith("bongard_hoi") and s.order < 50),
                    key=lambda s: s.order)  # the training step (order 52) is covered by test_baseline.py
@@ -100,6 +101,7 @@ def test_demo_steps_build_draw_and_score(tmp_path):
     assert all(0.0 <= v <= 1.0 for v in metrics.values())
 
 
+@pytest.mark.slow
 def test_episodes_command_reads_a_hoi_sg_folder(tmp_path):
     from hoi_sg_dataset.hub_folder import build_hoi_sg
     from hoi_sg_dataset.samples import write_sample as write_sg_sample

@@ -120,6 +120,7 @@ def test_missing_images_are_listed_before_anything_is_written(tmp_path):
     assert not (tmp_path / "hub").exists()
 
 
+@pytest.mark.slow
 def test_reference_layout_stores_each_picture_once_and_resolves_to_the_embedded_bytes(sample, built, tmp_path):
     folder = build_hub(sample, tmp_path / "refs", configs=("episode_refs", "images"), splits=("train",))
     refs = load_dataset(str(folder), "episode_refs", split="train", cache_dir=str(tmp_path / "cache"))

@@ -72,6 +72,7 @@ def test_stats_counts_positives_negatives_and_placeholders(run, golden_files, ca
         assert re.search(pattern, out), pattern
 
 
+@pytest.mark.slow
 def test_demo_steps_build_score_and_report(sample, tmp_path, capsys):
     registry = Registry()
     haystack_cli.register(registry)

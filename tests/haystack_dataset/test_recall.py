@@ -94,21 +94,31 @@ def test_sgdet_boxes_are_matched_by_iou_and_label():
     assert sg_recall(gt, [far], N, ks=(1,))["R@1"] == 0.0               # IoU 4/16 < 0.5
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 10_000))
-def test_recall_is_monotone_in_k(seed):
-    rng = np.random.default_rng(seed)
-    gt, predictions = {}, []
-    for image in range(3):
-        count = int(rng.integers(2, 7))
-        boxes = rng.integers(0, 40, (count, 2)).repeat(2, axis=1)[:, [0, 2, 1, 3]] + [0, 0, 8, 8]
-        labels = rng.integers(0, 3, count)
-        s, o = np.nonzero(~np.eye(count, dtype=bool))
-        chosen = rng.choice(len(s), size=min(len(s), 4), replace=False)
-        relations = np.column_stack([s[chosen], o[chosen], rng.integers(0, N, len(chosen))])
-        gt[str(image)] = RecallGroundTruth.from_relations(image, boxes, labels, relations)
-        order = rng.permutation(len(s))
-        predictions.append(RecallPrediction(image, np.column_stack([s, o])[order], rng.random((len(s), N + 1))))
+@st.composite
+def recall_image(draw, image: int) -> tuple[RecallGroundTruth, RecallPrediction]:
+    """One image: 2-6 boxes of 8x8 px, up to 4 GT relations, every ordered pair predicted in a drawn order with
+    drawn scores (background column first)."""
+    count = draw(st.integers(2, 6))
+    corners = np.array(draw(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), min_size=count,
+                                     max_size=count)))
+    boxes = np.column_stack([corners, corners + 8])
+    labels = np.array(draw(st.lists(st.integers(0, 2), min_size=count, max_size=count)))
+    s, o = np.nonzero(~np.eye(count, dtype=bool))
+    chosen = draw(st.lists(st.integers(0, len(s) - 1), min_size=1, max_size=4, unique=True))
+    predicates = draw(st.lists(st.integers(0, N - 1), min_size=len(chosen), max_size=len(chosen)))
+    relations = np.column_stack([s[chosen], o[chosen], predicates])
+    order = np.array(draw(st.permutations(range(len(s)))))
+    scores = np.array(draw(st.lists(st.floats(0, 1), min_size=len(s) * (N + 1), max_size=len(s) * (N + 1))))
+    return (RecallGroundTruth.from_relations(image, boxes, labels, relations),
+            RecallPrediction(image, np.column_stack([s, o])[order], scores.reshape(len(s), N + 1)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**16), min_size=1, max_size=3, unique=True).flatmap(
+    lambda ids: st.tuples(*[recall_image(image) for image in ids])))
+def test_recall_is_monotone_in_k(images):
+    gt = {str(prediction.image_id): truth for truth, prediction in images}
+    predictions = [prediction for _, prediction in images]
     result = sg_recall(gt, predictions, N, ks=(1, 2, 5, 20, 50, 100))
     for prefix in ("R", "mR", "ngR"):
         values = [result[f"{prefix}@{k}"] for k in (1, 2, 5, 20, 50, 100)]

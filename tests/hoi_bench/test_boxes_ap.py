@@ -1,13 +1,13 @@
-"""IoU conventions and AP interpolations (library code and the tests' reference helpers) against hand-computed values."""
+"""IoU conventions, the xyxy box check and AP interpolations of the library against hand-computed values."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from hoi_bench.ap import ap_all_point, precision_recall
+from hoi_bench.ap import ELEVEN_POINTS, ap_all_point, precision_recall
 from hoi_bench.boxes import iou_matrix
-from tests.hoi_bench.reference_math import ap_11_point, check_xyxy
+from hoi_bench.errors import PredictionError
 
 
 def test_iou_identical_and_disjoint_boxes():
@@ -30,14 +30,29 @@ def test_iou_of_empty_sets_has_right_shape():
     assert iou_matrix(np.zeros((0, 4)), np.zeros((3, 4))).shape == (0, 3)
 
 
-def test_check_xyxy_flags_reversed_boxes():
-    assert check_xyxy([[0, 0, 1, 1], [2, 0, 1, 1], [0, 3, 1, 1]]).tolist() == [1, 2]
+def test_xyxy_check_names_the_first_reversed_or_non_finite_box():
+    from sportshhi.evaluation import _boxes
+
+    good = [[0, 0, 1, 1], [2, 2, 2, 2]]  # a zero-area box is still xyxy
+    np.testing.assert_array_equal(_boxes(good, "boxes", 2), good)
+    for bad, row in (([[0, 0, 1, 1], [2, 0, 1, 1], [0, 3, 1, 1]], 1), ([[0, 0, 1, 1], [0, 3, 1, 1]], 1),
+                     ([[0, 0, np.nan, 1]], 0)):
+        with pytest.raises(PredictionError, match=f"boxes: row {row} is not an xyxy box"):
+            _boxes(bad, "boxes", len(bad))
+
+
+def _eleven_point_ap(is_tp: list[int], num_gt: int) -> float:
+    """hoi_sg's 11-point AP (QPIC's ``ELEVEN_POINTS``) of detections listed best first."""
+    from hoi_sg_dataset.evaluation import _eleven_point_ap as eleven_point_ap
+
+    scores = np.linspace(1.0, 0.5, len(is_tp))
+    return eleven_point_ap(np.array(is_tp, dtype=bool), scores, num_gt, ELEVEN_POINTS, stable=True)[0]
 
 
 def test_eleven_point_ap_perfect_and_empty():
-    p, r = precision_recall(np.array([1, 1]), num_gt=2)
-    assert ap_11_point(p, r) == pytest.approx(1.0)
-    assert ap_11_point(np.array([]), np.array([])) == 0.0
+    assert _eleven_point_ap([1, 1], num_gt=2) == pytest.approx(1.0)
+    assert _eleven_point_ap([], num_gt=2) == 0.0
+    assert _eleven_point_ap([0, 0], num_gt=2) == 0.0
 
 
 def test_all_point_ap_by_hand():
@@ -48,5 +63,6 @@ def test_all_point_ap_by_hand():
 
 def test_eleven_point_ap_by_hand():
     # recall .25 at precision 1 and .5 at 2/3: t = 0, .1, .2 take 1; t = .3, .4, .5 take 2/3; t > .5 take 0
-    p, r = precision_recall(np.array([1, 0, 1]), num_gt=4)
-    assert ap_11_point(p, r) == pytest.approx((3 * 1.0 + 3 * 2 / 3) / 11)
+    assert _eleven_point_ap([1, 0, 1], num_gt=4) == pytest.approx((3 * 1.0 + 3 * 2 / 3) / 11)
+    # the envelope: a later, higher precision (3/4 at recall .75) lifts t = .3 .. .7 above the 2/3 at .5
+    assert _eleven_point_ap([1, 0, 1, 1], num_gt=4) == pytest.approx((3 * 1.0 + 5 * 3 / 4) / 11)

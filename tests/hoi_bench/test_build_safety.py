@@ -96,6 +96,7 @@ def test_out_naming_a_file_is_refused_and_the_file_kept(native, tmp_path, capsys
     assert _snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_hidden_entries_and_other_files_survive_rebuilds(native, tmp_path):
     out = tmp_path / "hub"
     (out / ".git").mkdir(parents=True)  # a freshly cloned, empty dataset repository: accepted
@@ -111,6 +112,7 @@ def test_hidden_entries_and_other_files_survive_rebuilds(native, tmp_path):
     assert _configs(out) == ["hico"]
 
 
+@pytest.mark.slow
 def test_force_replaces_the_configs_of_a_hoi_bench_folder(native, tmp_path):
     out = tmp_path / "hub"
     assert main(_build(native, out, "vcoco")) == 0
@@ -121,6 +123,7 @@ def test_force_replaces_the_configs_of_a_hoi_bench_folder(native, tmp_path):
     assert not (out / "vcoco").exists()
 
 
+@pytest.mark.slow
 def test_folder_written_before_the_card_tag_is_still_recognised(native, tmp_path):
     out = tmp_path / "hub"
     assert main(_build(native, out, "vcoco")) == 0
@@ -137,6 +140,7 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-c", "import sys; from hoi_bench.cli import main; sys.exit(main(sys.argv[1:]))", *args]
 
 
+@pytest.mark.slow
 def test_two_concurrent_builds_into_one_folder_keep_both_configs(native, tmp_path):
     out = tmp_path / "hub"
     logs = [tmp_path / "hico.log", tmp_path / "vcoco.log"]

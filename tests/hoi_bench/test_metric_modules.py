@@ -65,6 +65,7 @@ def test_every_metric_folder_is_listed():
         assert (root / name / "requirements.txt").is_file(), f"{name} has no requirements.txt"
 
 
+@pytest.mark.slow
 def test_install_metrics_then_bare_names_load_offline_from_any_directory_without_the_fallback_warning(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -165,6 +166,7 @@ def test_every_metric_has_a_sample():
     assert sorted(SAMPLES) == metric_names(), "add a sample for the new metric to SAMPLES"
 
 
+@pytest.mark.slow
 def test_each_metric_folder_loads_by_path_from_a_temporary_directory_and_computes(tmp_path):
     root = str(Path(metric_path(metric_names()[0])).parent)
     loaded = subprocess.run(
@@ -376,6 +378,7 @@ class _NotFound(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_bare_load_after_install_asks_the_hub_then_uses_the_installed_module_silently(tmp_path):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from safetensors.torch import load_file
 
 from hoi_bench.backbones import Preprocessing, crop_resized, image_tensor, load_backbone, tiny_random_backbone
 from hoi_bench.errors import ConfigError, HoiBenchError
@@ -119,6 +120,7 @@ def losses(output_dir: Path) -> list[float]:
     return [entry["loss"] for entry in json.loads((output_dir / "log.json").read_text())["history"]]
 
 
+@pytest.mark.slow
 def test_loss_decreases_on_a_fixed_batch(tmp_path):
     cfg = config(tmp_path, max_steps=12, overfit_batches=1, learning_rate=3e-2)
     run_training(ToyBaseline(), cfg)
@@ -127,6 +129,7 @@ def test_loss_decreases_on_a_fixed_batch(tmp_path):
     assert history[-1] < 0.5 * history[0], history
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(tmp_path):
     cfg = config(tmp_path)
     first = run_training(ToyBaseline(), cfg)
@@ -144,6 +147,7 @@ def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(t
     assert second["splits"]["test"]["metrics"] == first["splits"]["test"]["metrics"]
 
 
+@pytest.mark.slow
 def test_resume_latest_without_checkpoint_starts_fresh_and_with_one_continues(tmp_path):
     cfg = config(tmp_path, max_steps=3, resume="latest")
     assert find_checkpoint(cfg.output_dir, "latest") is None
@@ -163,11 +167,40 @@ def test_streaming_training_and_prediction_file(tmp_path):
     assert sorted(predictions) == sorted(f"img{i}" for i in range(10))  # every row once, no padding copies
 
 
+class WatchedToyBaseline(ToyBaseline):
+    """The toy baseline recording, at each training micro-batch, the dtype its head computes in, the head's
+    weights and the head's gradient before the forward pass (None once zeroed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[torch.dtype, torch.Tensor, torch.Tensor | None]] = []
+
+    def loss(self, model, batch):
+        head = [module for module in model.modules() if isinstance(module, torch.nn.Linear)][-1]
+        grad = None if head.weight.grad is None or not head.weight.grad.any() else head.weight.grad.clone()
+        computed = []  # the head's own output: accelerate hands the model's outputs back as float32
+        hook = head.register_forward_hook(lambda module, inputs, output: computed.append(output.dtype))
+        try:
+            logits = model(batch["pixels"])
+        finally:
+            hook.remove()
+        self.seen.append((computed[0], head.weight.detach().clone(), grad))
+        return torch.nn.functional.cross_entropy(logits, batch["label"])
+
+
 def test_gradient_accumulation_and_bf16(tmp_path):
     cfg = config(tmp_path, max_steps=2, gradient_accumulation_steps=2, mixed_precision="bf16")
-    run_training(ToyBaseline(), cfg)
+    baseline = WatchedToyBaseline()
+    run_training(baseline, cfg)
     state = json.loads((cfg.output_dir / "checkpoints" / "step_0000002" / "run_state.json").read_text())
     assert state["micro_batches"] == 4 and state["step"] == 2
+    dtypes, weights, grads = zip(*baseline.seen, strict=True)
+    assert dtypes == (torch.bfloat16,) * 4  # the forward pass ran under bf16 autocast
+    # two micro-batches per optimizer step: the weights move only after the 2nd and 4th; the 2nd micro-batch
+    # finds the 1st one's gradient still there (accumulated), the 3rd finds it zeroed after the step
+    assert torch.equal(weights[0], weights[1]) and torch.equal(weights[2], weights[3])
+    assert not torch.equal(weights[1], weights[2])
+    assert grads[0] is None and grads[1] is not None and grads[2] is None and grads[3] is not None
 
 
 def test_eval_only_scores_without_training(tmp_path):
@@ -257,10 +290,11 @@ def test_every_config_field_is_a_flag_with_the_config_default():
         parser.parse_args([])  # --output-dir has no default
 
 
+@pytest.mark.slow
 def test_evaluating_during_training_changes_no_step_and_keeps_the_best_model(tmp_path):
-    plain = config(tmp_path, output_dir=tmp_path / "plain")
+    plain = config(tmp_path, output_dir=tmp_path / "plain", checkpointing_steps=2)
     evaluated = config(tmp_path, output_dir=tmp_path / "evaluated", eval_steps=2, metric_for_best="accuracy",
-                       allow_test_selection=True)
+                       checkpointing_steps=2, allow_test_selection=True)
     run_training(ToyBaseline(), plain)
     results = run_training(ToyBaseline(), evaluated)
     # the evaluations' data loaders and RNG use leave the training exactly as it was
@@ -272,7 +306,14 @@ def test_evaluating_during_training_changes_no_step_and_keeps_the_best_model(tmp
     best = json.loads((evaluated.output_dir / "best" / "best.json").read_text())
     assert best == {"metric": "test/accuracy", "value": accuracies[best_step], "step": best_step}
     assert results["best"]["step"] == best_step
-    assert (evaluated.output_dir / "best" / "model.safetensors").is_file()
+    # the best folder holds the weights the model had at the best step (saved in that step's checkpoint)
+    saved_best = load_file(evaluated.output_dir / "best" / "model.safetensors")
+    at_best = load_file(evaluated.output_dir / "checkpoints" / f"step_{best_step:07d}" / "model.safetensors")
+    final = load_file(evaluated.output_dir / "checkpoints" / "step_0000006" / "model.safetensors")
+    assert saved_best.keys() == at_best.keys()
+    assert all(torch.equal(saved_best[name], at_best[name]) for name in saved_best)
+    assert best_step < 6  # seed 3: accuracy 0.1, 0.5, 0.5, so the best model is not the final one
+    assert any(not torch.equal(saved_best[name], final[name]) for name in saved_best)
     assert (evaluated.output_dir / "model" / "README.md").is_file()
     kept = {p.name for p in (evaluated.output_dir / "evaluations").iterdir()}
     assert kept <= {"step_0000002", "step_0000004"}  # the newest in-training evaluation and the best
@@ -335,12 +376,14 @@ def accelerate_launch(processes: int, *argv: str) -> None:
     assert completed.returncode == 0, completed.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_runs_through_accelerate_launch(tmp_path):
     accelerate_launch(1, "--output-dir", str(tmp_path / "launched"), "--max-steps", "2")
     results = json.loads((tmp_path / "launched" / "results.json").read_text())
     assert results["steps"] == 2 and results["splits"]["test"]["examples"] == 10
 
 
+@pytest.mark.slow
 def test_two_processes_gather_every_row_once_and_resume_exactly(tmp_path):
     out = tmp_path / "two"
     accelerate_launch(2, "--output-dir", str(out), "--max-steps", "4", "--checkpointing-steps", "2",

@@ -3,15 +3,15 @@
 The sample's verbs are a function of box geometry only, so a pair classifier trained on the SG train split
 should transfer to the held-out (object, verb) combinations of the SG test split, while the object prior,
 which has never seen those combinations, cannot: a miniature of the SG paper's finding.
+
+Trainings run in this process; the generic loop (``accelerate launch``, two processes, resume and checkpoints in
+general) is tested once, on a toy task, in ``tests/hoi_bench/test_training.py``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,7 @@ import pytest
 from hoi_sg_dataset.baseline import candidate_pairs, main
 from hoi_sg_dataset.builder import row_to_record
 from hoi_sg_dataset.predictions import prediction_set, read_predictions, reference_set
-from tests.tracked_run import assert_tracked_run_reloads
+from tests.tracked_run import assert_tracked_run_reloads, tracked_run
 
 PAIR_STEPS = 40
 
@@ -34,12 +34,14 @@ def fresh_accelerate_state():
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory) -> Path:
-    from hoi_sg_dataset.hub_folder import build_hoi_sg
-    from hoi_sg_dataset.samples import write_sample
-
+def hub(hoi_sg_demo, tmp_path_factory) -> Path:
+    """The session demo's Hub folder (every config of the sample, images embedded) and its sample, linked into
+    a folder of this module, so that the caches and runs written beside them stay out of the demo output."""
+    _, _, demo = hoi_sg_demo
     root = tmp_path_factory.mktemp("hoi_sg")
-    return build_hoi_sg(write_sample(root / "sample").root, root / "hub", ["hico_split1", "vcoco_split1"])
+    (root / "sample").symlink_to(demo / "work" / "hoi_sg" / "sample", target_is_directory=True)
+    (root / "hub").symlink_to(demo / "hoi_sg", target_is_directory=True)
+    return root / "hub"
 
 
 def common(hub: Path, output_dir: Path, *extra: str) -> list[str]:
@@ -48,22 +50,12 @@ def common(hub: Path, output_dir: Path, *extra: str) -> list[str]:
             *extra]
 
 
-def accelerate_launch(module: str, argv: list[str]) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--cpu",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--num_machines", "1",
-               "-m", module, *argv]
-    return subprocess.run(command, check=False, env=dict(os.environ), capture_output=True, text=True,
-                          timeout=600)
-
-
 @pytest.fixture(scope="module")
 def pair_run(hub) -> Path:
-    """The pair classifier trained through ``accelerate launch`` (one process) on hico_split1."""
+    """The pair classifier trained on hico_split1, checkpoints at half-way and at the end."""
     out = hub.parent / "pair"
-    completed = accelerate_launch("hoi_sg_dataset.baseline", common(
-        hub, out, "--config", "hico_split1", "--max-steps", str(PAIR_STEPS), "--learning-rate", "3e-3",
-        "--checkpointing-steps", str(PAIR_STEPS // 2), "--log-every", "5"))
-    assert completed.returncode == 0, completed.stderr[-4000:]
+    main(common(hub, out, "--config", "hico_split1", "--max-steps", str(PAIR_STEPS), "--learning-rate", "3e-3",
+                "--checkpointing-steps", str(PAIR_STEPS // 2), "--log-every", "5"))
     return out
 
 
@@ -74,7 +66,8 @@ def references(hub: Path, config: str, dataset: str):
     return [row_to_record(row, dataset) for row in rows.remove_columns(["image"])]
 
 
-def test_pair_classifier_through_accelerate_writes_a_valid_qpic_file(pair_run, hub):
+@pytest.mark.slow
+def test_pair_classifier_writes_a_valid_qpic_file(pair_run, hub):
     results = json.loads((pair_run / "results.json").read_text())
     path = Path(results["splits"]["test"]["predictions"])
     gt = references(hub, "hico_split1", "hico")
@@ -83,6 +76,7 @@ def test_pair_classifier_through_accelerate_writes_a_valid_qpic_file(pair_run, h
     assert sorted(p.name for p in (pair_run / "checkpoints").iterdir()) == ["step_0000020", "step_0000040"]
 
 
+@pytest.mark.slow
 def test_pair_classifier_beats_object_prior_on_the_sg_test_split(pair_run, hub, tmp_path, record_property):
     prior = main(common(hub, tmp_path / "prior", "--config", "hico_split1", "--model", "object-prior"))
     pair = json.loads((pair_run / "results.json").read_text())
@@ -98,6 +92,7 @@ def test_pair_classifier_beats_object_prior_on_the_sg_test_split(pair_run, hub, 
     assert pair_map > prior_map + 0.3, (prior_map, pair_map)
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_saved_step(pair_run, hub, tmp_path):
     out = tmp_path / "resumed"
     shutil.copytree(pair_run, out)
@@ -111,6 +106,7 @@ def test_resume_continues_from_the_saved_step(pair_run, hub, tmp_path):
     assert history[-1]["step"] == PAIR_STEPS // 2 + 1
 
 
+@pytest.mark.slow
 def test_loss_decreases_on_a_fixed_batch(hub, tmp_path):
     main(common(hub, tmp_path / "overfit", "--config", "hico_split1", "--overfit-batches", "1",
                 "--max-steps", "8",
@@ -119,6 +115,7 @@ def test_loss_decreases_on_a_fixed_batch(hub, tmp_path):
     assert len(losses) == 8 and losses[-1] < 0.5 * losses[0], losses
 
 
+@pytest.mark.slow
 def test_vcoco_object_prior_writes_no_object_pairs_the_reader_accepts(hub, tmp_path):
     results = main(common(hub, tmp_path / "vcoco-prior", "--config", "vcoco_split1",
                           "--model", "object-prior"))
@@ -136,6 +133,7 @@ def test_candidate_pairs_pair_every_human_with_every_other_box():
     assert pairs == [(0, 1), (0, 2), (0, -1), (2, 0), (2, 1), (2, -1)]
 
 
+@pytest.mark.slow
 def test_object_prior_runs_on_an_annotation_only_folder_and_the_pair_model_says_why_not(hub, tmp_path):
     from hoi_bench.errors import HoiBenchError
     from hoi_sg_dataset.hub_folder import build_hoi_sg
@@ -147,12 +145,15 @@ def test_object_prior_runs_on_an_annotation_only_folder_and_the_pair_model_says_
         main(common(bare, tmp_path / "pair", "--config", "hico_split1", "--max-steps", "1"))
 
 
+@pytest.mark.slow
 def test_tracked_run_evaluates_and_its_model_reloads_to_identical_predictions(hub, tmp_path):
     argv = ["--data", str(hub), "--cache-dir", str(hub.parent / "cache"), "--cpu", "--config", "hico_split1",
             "--metric-for-best", "mAP", "--allow-test-selection"]
+    tracked_run("hoi_sg", argv, tmp_path / "run")
     assert_tracked_run_reloads("hoi_sg", argv, tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_push_to_hub_while_offline_is_a_one_line_error_with_exit_status_2(hub, tmp_path, capsys, monkeypatch):
     from huggingface_hub import constants
 

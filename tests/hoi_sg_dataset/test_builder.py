@@ -113,13 +113,13 @@ def test_features_are_declared(hub):
     assert isinstance(features["image"], datasets.Image)
 
 
-def test_every_sample_config_builds_annotation_only_without_images(sample_copy, tmp_path):
-    for folder in sample_copy.glob("*/images"):
-        shutil.rmtree(folder)
-    assert buildable_configs(sample_copy) == list(CONFIG_NAMES)
-    folder = build_hoi_sg(sample_copy, tmp_path / "ann", with_images=False)
+@pytest.mark.slow  # a session build of every config of the sample
+def test_every_sample_config_builds_annotation_only_without_images(hoi_sg_annotation_only_hub, tmp_path):
+    folder, root_without_images = hoi_sg_annotation_only_hub  # built by default, every buildable config
+    assert not list(root_without_images.glob("*/images"))
+    assert buildable_configs(root_without_images) == list(CONFIG_NAMES)
     assert sorted(datasets.get_dataset_config_names(str(folder))) == sorted(CONFIG_NAMES)
-    loaded = _load(folder, "vcoco_split2")
+    loaded = datasets.load_dataset(str(folder), "vcoco_split2", cache_dir=str(tmp_path / "cache"))
     assert "image" not in loaded["test"].column_names and "width" not in loaded["test"].column_names
     assert loaded["test"][0]["hois"] is not None
 
@@ -137,6 +137,7 @@ def test_official_split_files_are_used_when_present(sample_copy, tmp_path, caplo
     _assert_same_annotations(_load(folder, "hico_split1")["test"], split.test, "hico")
 
 
+@pytest.mark.slow
 def test_regenerated_split_is_compared_with_an_official_test_file(sample_copy, tmp_path, caplog):
     root = sample_copy / "hico_20160224_det"
     trainval, test = _originals(sample_copy, "hico")
@@ -278,9 +279,14 @@ def test_image_symlink_inside_the_data_folder_is_followed(sample_copy, tmp_path)
     images = sample_copy / "v-coco" / "images" / "val2014"
     target = images / "COCO_val2014_000000000005.jpg"
     link = images / "COCO_val2014_000000000004.jpg"
+    assert link.read_bytes() != target.read_bytes()
     link.unlink()
     link.symlink_to(target)
-    assert build_hoi_sg(sample_copy, tmp_path / "out", ["vcoco"]).is_dir()
+    folder = build_hoi_sg(sample_copy, tmp_path / "out", ["vcoco"])
+    rows = _load(folder, "vcoco", split="test").cast_column("image", datasets.Image(decode=False))
+    embedded = {row["file_name"]: row["image"]["bytes"] for row in rows}
+    assert embedded[link.name] == target.read_bytes()  # the target's bytes, embedded under the link's name
+    assert embedded[target.name] == target.read_bytes()
 
 
 @pytest.mark.parametrize("name", ["../../etc/HICO_test2015_00000001.jpg", "/etc/HICO_test2015_00000001.jpg"])

@@ -10,6 +10,7 @@ import datasets
 import pytest
 
 from hoi_bench.cli import main
+from hoi_sg_dataset.builder import CONFIG_NAMES, buildable_configs
 from hoi_sg_dataset.formats import read_annotations
 from hoi_sg_dataset.splits import official_split_paths
 
@@ -151,37 +152,19 @@ def test_build_unknown_config_is_a_clean_error(sample_root, tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
-def test_build_defaults_to_every_config_the_data_allows(sample_copy, tmp_path, capsys):
-    shutil.rmtree(sample_copy / "v-coco")
-    assert (
-        main(
-            [
-                "build",
-                "hoi_sg",
-                "--data-dir",
-                str(sample_copy / "hico_20160224_det"),
-                "--no-images",
-                "--out",
-                str(tmp_path / "hub"),
-            ]
-        )
-        == 0
-    )
-    assert sorted(datasets.get_dataset_config_names(str(tmp_path / "hub"))) == [
-        "hico",
-        "hico_split1",
-        "hico_split2",
-        "hico_split3",
-    ]
+@pytest.mark.slow  # a session build of every config of the sample
+def test_build_defaults_to_every_config_the_data_allows(hoi_sg_annotation_only_hub, sample_copy):
+    folder, _ = hoi_sg_annotation_only_hub  # `build hoi_sg --no-images` without --config, images removed
+    assert sorted(datasets.get_dataset_config_names(str(folder))) == sorted(CONFIG_NAMES)
+    shutil.rmtree(sample_copy / "v-coco")  # the default follows the data: HICO-DET's folder alone, its 4 configs
+    hico_only = ["hico", "hico_split1", "hico_split2", "hico_split3"]
+    assert sorted(buildable_configs(sample_copy / "hico_20160224_det")) == hico_only
+    assert sorted(buildable_configs(sample_copy)) == hico_only
 
 
-def test_demo_step_builds_loads_and_reports_the_sample(tmp_path):
-    from hoi_bench.plugins import DemoContext
-    from hoi_sg_dataset.cli import run_demo
-
-    said = []
-    context = DemoContext(out_dir=tmp_path, say=said.append)
-    run_demo(context)
+@pytest.mark.slow  # a session build of every config of the sample
+def test_demo_step_builds_loads_and_reports_the_sample(hoi_sg_demo):
+    context, said, _ = hoi_sg_demo  # the build step's rows come first; the scoring step's follow
     rows = {(r.benchmark, r.split, r.metric): r.value for r in context.rows}
     assert rows[("hoi_sg/hico_split1", "test", "images")] == 33
     assert rows[("hoi_sg/vcoco_split1", "train", "images")] == 198

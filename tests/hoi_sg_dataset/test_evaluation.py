@@ -316,6 +316,7 @@ def test_bad_calls_raise_clear_errors():
         vcoco_map(gt, gt)
 
 
+@pytest.mark.slow
 @pytest.mark.anchors
 @pytest.mark.parametrize("name, dataset", [("test_hico_sg3.json", "hico"), ("test_vcoco_sg2.json", "vcoco")])
 def test_real_sg_test_file_with_noisy_predictions_equals_the_loop_reference(anchors_dir, name, dataset):

@@ -136,7 +136,8 @@ def same_numbers(ours: dict, theirs: dict) -> None:
         assert both_nan or ours[key] == value, key
 
 
-@settings(max_examples=250, **SETTINGS)
+@pytest.mark.slow
+@settings(max_examples=120, **SETTINGS)
 @given(images=image_lists(), train=image_lists(), top_k=st.sampled_from([None, 1, 3, 100]))
 def test_qpic_hico_equals_loop_reference(images, train, top_k):
     gts, preds = [g for g, _ in images], [p for _, p in images]
@@ -148,7 +149,8 @@ def test_qpic_hico_equals_loop_reference(images, train, top_k):
     same_numbers(result, expected)
 
 
-@settings(max_examples=250, **SETTINGS)
+@pytest.mark.slow
+@settings(max_examples=120, **SETTINGS)
 @given(images=image_lists(no_object=True), top_k=st.sampled_from([None, 2, 100]))
 def test_qpic_vcoco_equals_loop_reference(images, top_k):
     gts, preds = [g for g, _ in images], [p for _, p in images]
