@@ -31,10 +31,13 @@ def fresh_accelerate_state():
 
 
 @pytest.fixture(scope="module")
-def hub(sample_root, tmp_path_factory) -> Path:
-    from hoi_sg_dataset.hub_folder import build_hoi_sg
-
-    return build_hoi_sg(sample_root, tmp_path_factory.mktemp("detr") / "hub", ["hico_split1", "vcoco_split1"])
+def hub(hoi_sg_demo, tmp_path_factory) -> Path:
+    """The session demo's Hub folder (every config of the sample, images embedded), linked into a folder of this
+    module so that the caches and runs written beside it stay out of the demo output."""
+    _, _, demo = hoi_sg_demo
+    root = tmp_path_factory.mktemp("detr")
+    (root / "hub").symlink_to(demo / "hoi_sg", target_is_directory=True)
+    return root / "hub"
 
 
 def argv(hub: Path, out: Path, config: str, *extra: str) -> list[str]:
@@ -42,6 +45,7 @@ def argv(hub: Path, out: Path, config: str, *extra: str) -> list[str]:
             "--cache-dir", str(hub.parent / "cache"), *TINY, *extra]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", ["hico_split1", "vcoco_split1"])
 def test_a_short_run_writes_a_readable_prediction_file_scores_it_and_saves_a_loadable_model(hub, tmp_path, config):
     from hoi_bench.detection import HoiDetector
@@ -61,6 +65,7 @@ def test_a_short_run_writes_a_readable_prediction_file_scores_it_and_saves_a_loa
     assert loaded.num_verb_classes == (117 if dataset == "hico" else 29)
 
 
+@pytest.mark.slow
 def test_vcoco_predictions_go_on_to_the_official_detection_list_and_role_ap(hub, tmp_path):
     import datasets
 
@@ -80,6 +85,7 @@ def test_vcoco_predictions_go_on_to_the_official_detection_list_and_role_ap(hub,
     assert detections and {"image_id", "person_box"} <= set(detections[0])
 
 
+@pytest.mark.slow
 def test_backbone_gets_its_own_learning_rate_and_the_step_schedule_drops_it(hub, tmp_path):
     args = parse_args(argv(hub, tmp_path / "run", "hico_split1", "--learning-rate", "1e-3",
                            "--lr-backbone", "1e-5"))
@@ -104,6 +110,7 @@ def test_backbone_gets_its_own_learning_rate_and_the_step_schedule_drops_it(hub,
     assert seen == [[1e-3, 1e-5]] * 3 + [[1e-4, 1e-6]] * 3 + [[1e-5, 1e-7]]
 
 
+@pytest.mark.slow
 def test_augmentation_depends_on_seed_epoch_and_row_only(hub, tmp_path):
     baseline = make_baseline(parse_args(argv(hub, tmp_path / "run", "hico_split1")))
     rows = baseline.split("train").select(range(3))[:]
@@ -147,6 +154,7 @@ def test_hico_mask_allows_exactly_the_600_hoi_classes_and_vcoco_adds_a_no_object
         correct_mat("vcoco", tmp_path / "wrong.npy")
 
 
+@pytest.mark.slow
 def test_a_folder_without_images_is_one_clear_error(sample_root, tmp_path):
     from hoi_sg_dataset.hub_folder import build_hoi_sg
 
@@ -171,6 +179,7 @@ def test_a_hub_folder_of_another_benchmark_is_one_clear_error(tmp_path):
         main(argv(other, tmp_path / "run", "vcoco_split1", "--max-steps", "1"))
 
 
+@pytest.mark.slow
 def test_init_from_a_checkpoint_that_is_not_a_detr_detector_is_one_clear_error(hub, tmp_path):
     (tmp_path / "notdetr").mkdir()
     (tmp_path / "notdetr" / "config.json").write_text(json.dumps({"model_type": "bert"}))
@@ -179,6 +188,7 @@ def test_init_from_a_checkpoint_that_is_not_a_detr_detector_is_one_clear_error(h
                   str(tmp_path / "notdetr")))
 
 
+@pytest.mark.slow
 def test_init_from_a_detector_of_the_other_vocabulary_is_one_clear_error(hub, tmp_path):
     from hoi_bench.detection import HoiDetector, detr_config
 
