@@ -3,6 +3,10 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# Test processes (pytest-xdist; each test file stays in one, so module fixtures are built once): the 2 cores of
+# the reference machine. More use more memory (each loads torch): `make test WORKERS=4`.
+WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -n $(WORKERS) --dist loadfile
 STAMP := $(VENV)/.installed
 # The CPU build of torch is pinned and installed first, so nothing later pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
@@ -24,11 +28,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	hf_home=$$(mktemp -d); trap 'rm -rf "$$hf_home"' EXIT; \
-	HF_HOME="$$hf_home" $(OFFLINE) $(PY) -m pytest -q
+	HF_HOME="$$hf_home" $(OFFLINE) $(PYTEST)
 
 test-fast: $(STAMP)
 	hf_home=$$(mktemp -d); trap 'rm -rf "$$hf_home"' EXIT; \
-	HF_HOME="$$hf_home" $(OFFLINE) $(PY) -m pytest -q -m "not slow"
+	HF_HOME="$$hf_home" $(OFFLINE) $(PYTEST) -m "not slow"
 
 clean:
 	rm -rf $(VENV) demo-output
