@@ -367,11 +367,13 @@ def test_push_to_hub_creates_a_model_repo_and_uploads_the_model_folder(tmp_path)
 
 
 def accelerate_launch(processes: int, *argv: str) -> None:
-    """Run this file as the toy baseline script under ``accelerate launch`` on the CPU."""
+    """Run this file as the toy baseline script on the CPU: under ``accelerate launch`` for one process, under
+    torchrun for several (``accelerate launch --cpu`` starts one process whatever ``--num_processes`` says)."""
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(processes), "--cpu",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--num_machines", "1",
-               __file__, "--cpu", *argv]
+    launcher = (["accelerate.commands.launch", "--num_processes", "1", "--cpu", "--mixed_precision", "no",
+                 "--dynamo_backend", "no", "--num_machines", "1"] if processes == 1
+                else ["torch.distributed.run", "--nproc_per_node", str(processes)])
+    command = [sys.executable, "-m", *launcher, __file__, "--cpu", *argv]
     completed = subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
 
