@@ -96,3 +96,15 @@ def hoi_sg_annotation_only_hub(tmp_path_factory) -> tuple[Path, Path]:
         shutil.rmtree(folder)
     assert main(["build", "hoi_sg", "--data-dir", str(root), "--no-images", "--out", str(work / "hoi_sg")]) == 0
     return work / "hoi_sg", root
+
+
+@pytest.fixture
+def fresh_accelerate_state():
+    """accelerate's process-wide state reset after the test, so the next in-process run builds its own
+    ``Accelerator`` (mixed precision, gradient accumulation) instead of reusing this one's. Training test modules
+    use it through ``pytestmark``."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    yield
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()

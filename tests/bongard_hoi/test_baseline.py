@@ -19,16 +19,7 @@ from bongard_hoi.predictions import evaluate_prediction_file, read_prediction_fi
 from bongard_hoi.samples import EVAL_EPISODES
 from tests.tracked_run import assert_tracked_run_reloads, tracked_run
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def fresh_accelerate_state():
-    from accelerate.state import AcceleratorState, GradientState
-
-    yield
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_accelerate_state")]
 
 
 @pytest.fixture(scope="module")

@@ -21,16 +21,7 @@ from tests.tracked_run import assert_tracked_run_reloads, tracked_run
 
 # the tiny sample has a predicate with positives but no negatives: the metric warns, reports NaN P-AUC for it
 pytestmark = [pytest.mark.filterwarnings("ignore::haystack_dataset.evaluation.HaystackInputWarning"),
-              pytest.mark.slow]
-
-
-@pytest.fixture(autouse=True)
-def fresh_accelerate_state():
-    from accelerate.state import AcceleratorState, GradientState
-
-    yield
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
+              pytest.mark.slow, pytest.mark.usefixtures("fresh_accelerate_state")]
 
 
 @pytest.fixture(scope="module")

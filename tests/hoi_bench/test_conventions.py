@@ -13,7 +13,9 @@ import pytest
 from hoi_bench.errors import HoiBenchError
 from hoi_bench.flags import FlagParser, add_dataclass_flags, flags_from_args
 from hoi_bench.training import HELD_OUT, carve_validation, run_training
-from tests.hoi_bench.test_training import ToyBaseline, config, fresh_accelerate_state  # noqa: F401
+from tests.hoi_bench.test_training import ToyBaseline, config
+
+pytestmark = pytest.mark.usefixtures("fresh_accelerate_state")
 
 
 def parse_hoi_sg(argv: list[str]):

@@ -19,16 +19,9 @@ import pytest
 from hoi_bench.cli import main
 from hoi_bench.run_command import cli_command, launcher, module_command
 
+pytestmark = pytest.mark.usefixtures("fresh_accelerate_state")
+
 CONFIG = "hico_split1"
-
-
-@pytest.fixture(autouse=True)
-def fresh_accelerate_state():
-    from accelerate.state import AcceleratorState, GradientState
-
-    yield
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
 
 
 @pytest.fixture(scope="module")

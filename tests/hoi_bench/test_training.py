@@ -37,6 +37,8 @@ from hoi_bench.training import (
 )
 from tests.hoi_bench.test_push import FakeApi
 
+pytestmark = pytest.mark.usefixtures("fresh_accelerate_state")
+
 
 def toy_rows(count: int, seed: int) -> dict:
     rng = np.random.default_rng(seed)
@@ -96,16 +98,6 @@ class ToyBaseline(Baseline):
         path = predictions_dir / f"{split}.json"
         path.write_text(json.dumps({r["id"]: r["label"] for r in records}))
         return path, {"accuracy": float(np.mean([r["label"] == r["truth"] for r in records]))}
-
-
-@pytest.fixture(autouse=True)
-def fresh_accelerate_state():
-    """Each run builds its own Accelerator: forget the process-wide state between tests."""
-    from accelerate.state import AcceleratorState, GradientState
-
-    yield
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
 
 
 def config(tmp_path: Path, **overrides) -> TrainingConfig:

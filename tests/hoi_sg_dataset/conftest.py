@@ -20,3 +20,15 @@ def sample_root(tmp_path_factory) -> Path:
 def sample_copy(sample_root, tmp_path) -> Path:
     """A private copy of the sample that a test may change."""
     return Path(shutil.copytree(sample_root, tmp_path / "sample"))
+
+
+@pytest.fixture(scope="module")
+def hub(hoi_sg_demo, tmp_path_factory) -> Path:
+    """The session demo's Hub folder (every config of the sample, images embedded) and its sample, linked into
+    a folder of the test module, so that the caches and runs written beside them stay out of the demo output.
+    Modules that build a Hub folder of their own define their own ``hub``."""
+    _, _, demo = hoi_sg_demo
+    root = tmp_path_factory.mktemp("hoi_sg")
+    (root / "sample").symlink_to(demo / "work" / "hoi_sg" / "sample", target_is_directory=True)
+    (root / "hub").symlink_to(demo / "hoi_sg", target_is_directory=True)
+    return root / "hub"

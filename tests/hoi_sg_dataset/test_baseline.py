@@ -21,27 +21,9 @@ from hoi_sg_dataset.builder import row_to_record
 from hoi_sg_dataset.predictions import prediction_set, read_predictions, reference_set
 from tests.tracked_run import assert_tracked_run_reloads, tracked_run
 
+pytestmark = pytest.mark.usefixtures("fresh_accelerate_state")
+
 PAIR_STEPS = 40
-
-
-@pytest.fixture(autouse=True)
-def fresh_accelerate_state():
-    from accelerate.state import AcceleratorState, GradientState
-
-    yield
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
-
-
-@pytest.fixture(scope="module")
-def hub(hoi_sg_demo, tmp_path_factory) -> Path:
-    """The session demo's Hub folder (every config of the sample, images embedded) and its sample, linked into
-    a folder of this module, so that the caches and runs written beside them stay out of the demo output."""
-    _, _, demo = hoi_sg_demo
-    root = tmp_path_factory.mktemp("hoi_sg")
-    (root / "sample").symlink_to(demo / "work" / "hoi_sg" / "sample", target_is_directory=True)
-    (root / "hub").symlink_to(demo / "hoi_sg", target_is_directory=True)
-    return root / "hub"
 
 
 def common(hub: Path, output_dir: Path, *extra: str) -> list[str]:

@@ -18,26 +18,9 @@ from hoi_sg_dataset.detector import correct_mat, detector_prediction_entries
 from hoi_sg_dataset.predictions import read_predictions
 from hoi_sg_dataset.vocabulary import coco_objects, hico_verbs, vcoco_verbs
 
+pytestmark = pytest.mark.usefixtures("fresh_accelerate_state")
+
 TINY = ["--model", "detr", "--backbone", "tiny-random", "--num-queries", "8", "--eval-batch-size", "32", "--cpu"]
-
-
-@pytest.fixture(autouse=True)
-def fresh_accelerate_state():
-    from accelerate.state import AcceleratorState, GradientState
-
-    yield
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
-
-
-@pytest.fixture(scope="module")
-def hub(hoi_sg_demo, tmp_path_factory) -> Path:
-    """The session demo's Hub folder (every config of the sample, images embedded), linked into a folder of this
-    module so that the caches and runs written beside it stay out of the demo output."""
-    _, _, demo = hoi_sg_demo
-    root = tmp_path_factory.mktemp("detr")
-    (root / "hub").symlink_to(demo / "hoi_sg", target_is_directory=True)
-    return root / "hub"
 
 
 def argv(hub: Path, out: Path, config: str, *extra: str) -> list[str]:

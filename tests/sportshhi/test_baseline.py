@@ -19,16 +19,7 @@ from sportshhi.formats import read_action_list, read_annotation_csv, read_predic
 from sportshhi.samples import sample_action_list_path
 from tests.tracked_run import assert_tracked_run_reloads, tracked_run
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def fresh_accelerate_state():
-    from accelerate.state import AcceleratorState, GradientState
-
-    yield
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_accelerate_state")]
 
 
 @pytest.fixture(scope="module")
