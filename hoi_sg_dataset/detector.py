@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import zlib
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -277,9 +278,10 @@ def _float_outputs(outputs: dict) -> dict:
     return cast(outputs)
 
 
+@lru_cache(maxsize=1)
 def image_processor():
-    """``DetrImageProcessor`` that only rescales, normalises with ImageNet's mean/std and pads (the images are
-    already resized as QPIC resizes them)."""
+    """The ``DetrImageProcessor`` (built once per process, not per batch) that only rescales, normalises with
+    ImageNet's mean/std and pads (the images are already resized as QPIC resizes them)."""
     import transformers
 
     from hoi_bench.backbones import IMAGENET_MEAN, IMAGENET_STD
